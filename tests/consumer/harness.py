@@ -1,0 +1,285 @@
+"""A moto-backed stand-in for the consumer's AWS world, with faults injectable at the client boundary.
+
+Every AWS call the handler makes goes through :class:`GuardedClient`, which
+
+* serializes calls with one lock: moto's ``transact_write_items`` copies and restores whole tables
+  without a lock, so concurrent calls could undo each other inside moto, which real DynamoDB (linearizable
+  per item) never does. The handler still interleaves its threads at call granularity;
+* counts calls per operation;
+* lets a test arm faults: raise before the call is sent, raise after it succeeded, or answer with a
+  DynamoDB/SNS/SQS error response of its choice.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import boto3
+from boto3.dynamodb.types import TypeDeserializer
+from botocore.exceptions import ClientError
+
+from order_consumer import handler as handler_module
+from order_consumer.runtime import Clients
+
+
+class Crash(BaseException):
+    """The Lambda process dies here (the handler cannot catch it; the whole batch is redelivered)."""
+
+
+Fault = Callable[[str, dict[str, Any]], None]
+
+
+def client_error(operation: str, code: str, message: str = "injected", **extra: Any) -> ClientError:
+    return ClientError({"Error": {"Code": code, "Message": message}, **extra}, operation)
+
+
+def cancelled(*codes: str) -> ClientError:
+    """A TransactionCanceledException with the given per-item reason codes."""
+    return client_error(
+        "TransactWriteItems",
+        "TransactionCanceledException",
+        f"Transaction cancelled [{', '.join(codes)}]",
+        CancellationReasons=[{"Code": code} for code in codes],
+    )
+
+
+@dataclass
+class ArmedFault:
+    """Raise ``error`` on calls matching ``operation`` (None: any), at the ``at``-th match (None: every)."""
+
+    error: BaseException
+    operation: str | None = None
+    at: int | None = None
+    after_success: bool = False
+    times: int | None = None
+    seen: int = 0
+    fired: int = 0
+
+    def fires(self, operation: str) -> bool:
+        if self.operation is not None and operation != self.operation:
+            return False
+        self.seen += 1
+        if self.at is not None and self.seen != self.at:
+            return False
+        if self.times is not None and self.fired >= self.times:
+            return False
+        self.fired += 1
+        return True
+
+
+class FaultBoard:
+    """The faults shared by every guarded client, and the lock and counters."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.calls: Counter[str] = Counter()
+        self.total = 0
+        self.faults: list[ArmedFault] = []
+
+    def arm(self, fault: ArmedFault) -> ArmedFault:
+        self.faults.append(fault)
+        return fault
+
+    def disarm(self) -> None:
+        self.faults.clear()
+
+    def check(self, operation: str, after_success: bool) -> None:
+        for fault in self.faults:
+            if fault.after_success == after_success and fault.fires(operation):
+                raise fault.error
+
+
+class GuardedClient:
+    """Proxy of a boto3 client: every API method call is locked, counted and fault-checked."""
+
+    def __init__(self, client: Any, board: FaultBoard) -> None:
+        self._client = client
+        self._board = board
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._client, name)
+        if name.startswith("_") or name in ("meta", "exceptions") or not callable(attribute):
+            return attribute
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with self._board.lock:
+                self._board.calls[name] += 1
+                self._board.total += 1
+                self._board.check(name, after_success=False)
+                result = attribute(*args, **kwargs)
+                self._board.check(name, after_success=True)
+                return result
+
+        return call
+
+
+class FakeContext:
+    """The slice of the Lambda context the handler and Powertools read."""
+
+    function_name = "order-consumer"
+    function_version = "$LATEST"
+    memory_limit_in_mb = 512
+    invoked_function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:order-consumer"
+    aws_request_id = "00000000-0000-0000-0000-000000000000"
+
+    def __init__(self, remaining_ms: int = 60_000) -> None:
+        self.remaining_ms = remaining_ms
+
+    def get_remaining_time_in_millis(self) -> int:
+        return self.remaining_ms
+
+
+_deserializer = TypeDeserializer()
+_message_numbers = itertools.count(1)
+
+
+def plain(item: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: _deserializer.deserialize(value) for key, value in item.items()}
+
+
+def sqs_record(
+    body: str | Mapping[str, Any],
+    *,
+    key: str | None = None,
+    attributes: Mapping[str, Any] | None = None,
+    message_id: str | None = None,
+    receive_count: int = 1,
+    group: str | None = None,
+    queue_arn: str = "arn:aws:sqs:eu-west-1:123456789012:orders",
+) -> dict[str, Any]:
+    """An SQS record in the Lambda event shape (``key`` sets the ``idempotency_key`` attribute)."""
+    message_attributes = dict(attributes or {})
+    if key is not None:
+        message_attributes["idempotency_key"] = {"stringValue": key, "dataType": "String"}
+    record_attributes = {"ApproximateReceiveCount": str(receive_count)}
+    if group is not None:
+        record_attributes["MessageGroupId"] = group
+    return {
+        "messageId": message_id or f"msg-{next(_message_numbers)}-{uuid.uuid4().hex[:8]}",
+        "receiptHandle": "handle",
+        "body": body if isinstance(body, str) else json.dumps(body),
+        "attributes": record_attributes,
+        "messageAttributes": message_attributes,
+        "eventSource": "aws:sqs",
+        "eventSourceARN": queue_arn + (".fifo" if group is not None and not queue_arn.endswith(".fifo") else ""),
+    }
+
+
+@dataclass
+class World:
+    """The tables, topic and queues of one test, inside ``mock_aws``, and the handler wired to them."""
+
+    fifo: bool = False
+    identity_fields: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    board: FaultBoard = field(default_factory=FaultBoard)
+    notifications: list[dict[str, Any]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.dynamodb = boto3.client("dynamodb")
+        self.sqs = boto3.client("sqs")
+        self.sns = boto3.client("sns")
+        suffix = ".fifo" if self.fifo else ""
+        for table, key in (("processed-events", "event_id"), ("order-records", "order_id")):
+            self.dynamodb.create_table(
+                TableName=table,
+                KeySchema=[{"AttributeName": key, "KeyType": "HASH"}],
+                AttributeDefinitions=[{"AttributeName": key, "AttributeType": "S"}],
+                BillingMode="PAY_PER_REQUEST",
+            )
+        queue_attributes = {"FifoQueue": "true"} if self.fifo else {}
+        self.dlq_url = self.sqs.create_queue(QueueName="orders-dlq" + suffix, Attributes=queue_attributes)["QueueUrl"]
+        topic_attributes = {"FifoTopic": "true"} if self.fifo else {}
+        self.topic_arn = self.sns.create_topic(Name="orders" + suffix, Attributes=topic_attributes)["TopicArn"]
+        self.subscriber_url = self.sqs.create_queue(QueueName="subscriber" + suffix, Attributes=queue_attributes)[
+            "QueueUrl"
+        ]
+        subscriber_arn = self.sqs.get_queue_attributes(QueueUrl=self.subscriber_url, AttributeNames=["QueueArn"])[
+            "Attributes"
+        ]["QueueArn"]
+        self.sns.subscribe(TopicArn=self.topic_arn, Protocol="sqs", Endpoint=subscriber_arn)
+        self.env = {
+            "PROCESSED_EVENTS_TABLE": "processed-events",
+            "ORDER_RECORDS_TABLE": "order-records",
+            "TOPIC_ARN": self.topic_arn,
+            "DEAD_LETTER_QUEUE_URL": self.dlq_url,
+            "RECORD_TTL_SECONDS": "2592000",
+            **({"IDENTITY_FIELDS": self.identity_fields} if self.identity_fields else {}),
+            **self.env,
+        }
+        self.clients = Clients(
+            dynamodb=GuardedClient(self.dynamodb, self.board),  # type: ignore[arg-type]
+            sns=GuardedClient(self.sns, self.board),  # type: ignore[arg-type]
+            sqs=GuardedClient(self.sqs, self.board),  # type: ignore[arg-type]
+        )
+        handler_module.configure(self.clients, self.env)
+
+    # --- driving the handler -------------------------------------------------------------------
+
+    def invoke(self, records: Iterable[Mapping[str, Any]], remaining_ms: int = 60_000) -> dict[str, Any]:
+        return handler_module.handler({"Records": list(records)}, FakeContext(remaining_ms))
+
+    @staticmethod
+    def failures(response: Mapping[str, Any]) -> set[str]:
+        return {failure["itemIdentifier"] for failure in response["batchItemFailures"]}
+
+    def deliver_until_done(self, records: list[dict[str, Any]], max_rounds: int = 50) -> int:
+        """Redeliver like SQS until every record is acknowledged; return the crashes seen."""
+        pending, crashes = list(records), 0
+        for _ in range(max_rounds):
+            try:
+                response = self.invoke(pending)
+            except Crash:
+                crashes += 1  # the invocation died: SQS redelivers the whole batch
+                continue
+            failed = self.failures(response)
+            pending = [record for record in pending if record["messageId"] in failed]
+            if not pending:
+                return crashes
+        raise AssertionError(f"{len(pending)} records still failing after {max_rounds} deliveries")
+
+    # --- reading the world -----------------------------------------------------------------------
+
+    def _scan(self, table: str) -> list[dict[str, Any]]:
+        items = self.dynamodb.scan(TableName=table, ConsistentRead=True)["Items"]
+        return [plain(item) for item in items]
+
+    def order_rows(self) -> dict[str, dict[str, Any]]:
+        return {row["order_id"]: row for row in self._scan("order-records")}
+
+    def event_records(self) -> dict[str, dict[str, Any]]:
+        return {record["event_id"]: record for record in self._scan("processed-events")}
+
+    def _drain(self, queue_url: str) -> list[dict[str, Any]]:
+        messages: list[dict[str, Any]] = []
+        while True:
+            batch = self.sqs.receive_message(
+                QueueUrl=queue_url, MaxNumberOfMessages=10, MessageAttributeNames=["All"], WaitTimeSeconds=0
+            ).get("Messages", [])
+            if not batch:
+                return messages
+            messages.extend(batch)
+            self.sqs.delete_message_batch(
+                QueueUrl=queue_url,
+                Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(batch)],
+            )
+
+    def new_notifications(self) -> list[dict[str, Any]]:
+        """Notifications that reached the subscriber queue since the last call (SNS envelope parsed)."""
+        fresh = [json.loads(message["Body"]) for message in self._drain(self.subscriber_url)]
+        self.notifications.extend(fresh)
+        return fresh
+
+    def notified_events(self) -> Counter[str]:
+        self.new_notifications()
+        return Counter(json.loads(n["Message"])["event_id"] for n in self.notifications)
+
+    def dead_letters(self) -> list[dict[str, Any]]:
+        return self._drain(self.dlq_url)
