@@ -13,7 +13,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 def test_lambda_entry_point_imports_and_is_callable() -> None:
     # GIVEN the handler string the construct configures
-    module_name, function_name = "order_consumer.handler.handler".rsplit(".", 1)
+    module_name, function_name = ["order_consumer.handler", "handler"]
     # WHEN the Lambda runtime imports it
     module = __import__(module_name, fromlist=[function_name])
     # THEN it resolves to a callable taking (event, context)

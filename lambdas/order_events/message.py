@@ -174,5 +174,5 @@ def parse_order_message(
     item = _to_item(row)
     size = item_size(item)
     if size > MAX_ITEM_BYTES:
-        raise ItemTooLargeError(f"the order row would be {size} bytes; DynamoDB allows {MAX_ITEM_BYTES}")
+        raise ItemTooLargeError(f"the order row would be {size} bytes; DynamoDB allows 400 KB ({MAX_ITEM_BYTES} bytes) per item")
     return OrderMessage(event_id=event_id, order_id=order_id, payload_sha256=fingerprint, order_item=item)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import itertools
 import json
 import threading
+import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
@@ -27,13 +28,11 @@ from botocore.exceptions import ClientError
 
 from order_consumer import handler as handler_module
 from order_consumer.runtime import Clients
+from order_events.keys import derive_event_id, payload_sha256
 
 
 class Crash(BaseException):
     """The Lambda process dies here (the handler cannot catch it; the whole batch is redelivered)."""
-
-
-Fault = Callable[[str, dict[str, Any]], None]
 
 
 def client_error(operation: str, code: str, message: str = "injected", **extra: Any) -> ClientError:
@@ -59,11 +58,14 @@ class ArmedFault:
     at: int | None = None
     after_success: bool = False
     times: int | None = None
+    when: Callable[[dict[str, Any]], bool] | None = None
     seen: int = 0
     fired: int = 0
 
-    def fires(self, operation: str) -> bool:
+    def fires(self, operation: str, request: dict[str, Any]) -> bool:
         if self.operation is not None and operation != self.operation:
+            return False
+        if self.when is not None and not self.when(request):
             return False
         self.seen += 1
         if self.at is not None and self.seen != self.at:
@@ -90,9 +92,9 @@ class FaultBoard:
     def disarm(self) -> None:
         self.faults.clear()
 
-    def check(self, operation: str, after_success: bool) -> None:
+    def check(self, operation: str, request: dict[str, Any], after_success: bool) -> None:
         for fault in self.faults:
-            if fault.after_success == after_success and fault.fires(operation):
+            if fault.after_success == after_success and fault.fires(operation, request):
                 raise fault.error
 
 
@@ -112,9 +114,9 @@ class GuardedClient:
             with self._board.lock:
                 self._board.calls[name] += 1
                 self._board.total += 1
-                self._board.check(name, after_success=False)
+                self._board.check(name, kwargs, after_success=False)
                 result = attribute(*args, **kwargs)
-                self._board.check(name, after_success=True)
+                self._board.check(name, kwargs, after_success=True)
                 return result
 
         return call
@@ -170,6 +172,32 @@ def sqs_record(
         "eventSource": "aws:sqs",
         "eventSourceARN": queue_arn + (".fifo" if group is not None and not queue_arn.endswith(".fifo") else ""),
     }
+
+
+def seed(world: World, order: dict[str, Any], *, status: str, event_id: str | None = None) -> str:
+    """Put a state record and an order row as an earlier delivery would have left them."""
+    event_id = event_id or derive_event_id(order)
+    fingerprint = payload_sha256(order)
+    world.dynamodb.put_item(
+        TableName="processed-events",
+        Item={
+            "event_id": {"S": event_id},
+            "status": {"S": status},
+            "order_id": {"S": order["order_id"]},
+            "payload_sha256": {"S": fingerprint},
+            "ttl": {"N": str(int(time.time()) + 3600)},
+            "created_at": {"N": str(int(time.time()))},
+        },
+    )
+    world.dynamodb.put_item(
+        TableName="order-records",
+        Item={
+            "order_id": {"S": order["order_id"]},
+            "event_id": {"S": event_id},
+            "payload_sha256": {"S": fingerprint},
+        },
+    )
+    return event_id
 
 
 @dataclass

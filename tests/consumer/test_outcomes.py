@@ -10,35 +10,9 @@ from typing import Any
 import pytest
 
 from order_events.keys import derive_event_id, payload_sha256
-from tests.consumer.harness import World, sqs_record
+from tests.consumer.harness import World, seed, sqs_record
 
 ORDER = {"order_id": "o-1", "customer_id": "c-9", "amount": 12.5, "items": [{"sku": "A", "qty": 2}]}
-
-
-def seed(world: World, order: dict[str, Any], *, status: str, event_id: str | None = None) -> str:
-    """Put a state record and an order row as an earlier delivery would have left them."""
-    event_id = event_id or derive_event_id(order)
-    fingerprint = payload_sha256(order)
-    world.dynamodb.put_item(
-        TableName="processed-events",
-        Item={
-            "event_id": {"S": event_id},
-            "status": {"S": status},
-            "order_id": {"S": order["order_id"]},
-            "payload_sha256": {"S": fingerprint},
-            "ttl": {"N": str(int(time.time()) + 3600)},
-            "created_at": {"N": str(int(time.time()))},
-        },
-    )
-    world.dynamodb.put_item(
-        TableName="order-records",
-        Item={
-            "order_id": {"S": order["order_id"]},
-            "event_id": {"S": event_id},
-            "payload_sha256": {"S": fingerprint},
-        },
-    )
-    return event_id
 
 
 def test_new_event_is_recorded_notified_and_marked_sent(world: World) -> None:

@@ -1,0 +1,227 @@
+"""The sandbox's TransactWriteItems fix: all or nothing, at the cost of the touched items only."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError
+from moto import mock_aws
+from moto.dynamodb.models import DynamoDBBackend, dynamodb_backends
+from moto.dynamodb.models.table import Table
+
+from order_pipeline_sandbox import moto_patches
+
+ACCOUNT = "123456789012"
+REGION = "eu-west-1"
+
+
+@pytest.fixture
+def ddb() -> Iterator[Any]:
+    moto_patches.apply()
+    try:
+        with mock_aws():
+            client = boto3.client("dynamodb", region_name=REGION)
+            client.create_table(
+                TableName="events",
+                KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+                AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+                BillingMode="PAY_PER_REQUEST",
+            )
+            client.create_table(
+                TableName="lines",
+                KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+                AttributeDefinitions=[
+                    {"AttributeName": "pk", "AttributeType": "S"},
+                    {"AttributeName": "sk", "AttributeType": "S"},
+                ],
+                BillingMode="PAY_PER_REQUEST",
+            )
+            yield client
+    finally:
+        moto_patches.revert()
+
+
+def _backend() -> DynamoDBBackend:
+    return dynamodb_backends[ACCOUNT][REGION]
+
+
+def _everything(client: Any) -> dict[str, list[dict[str, Any]]]:
+    return {
+        name: sorted(client.scan(TableName=name)["Items"], key=lambda item: str(sorted(item.items())))
+        for name in ("events", "lines")
+    }
+
+
+def _seed(client: Any) -> None:
+    client.put_item(TableName="events", Item={"pk": {"S": "a"}, "n": {"N": "1"}, "tags": {"SS": ["x"]}})
+    client.put_item(TableName="events", Item={"pk": {"S": "b"}, "n": {"N": "2"}})
+    client.put_item(TableName="lines", Item={"pk": {"S": "o1"}, "sk": {"S": "1"}, "qty": {"N": "3"}})
+
+
+def _mixed_transaction(last_condition: str) -> list[dict[str, Any]]:
+    """Update, Put (new), Delete, Put into a range-key table (new hash and new range), then a check."""
+    return [
+        {
+            "Update": {
+                "TableName": "events",
+                "Key": {"pk": {"S": "a"}},
+                "UpdateExpression": "SET n = n + :one ADD tags :more",
+                "ExpressionAttributeValues": {":one": {"N": "1"}, ":more": {"SS": ["y"]}},
+            }
+        },
+        {"Put": {"TableName": "events", "Item": {"pk": {"S": "c"}, "n": {"N": "9"}}}},
+        {"Delete": {"TableName": "events", "Key": {"pk": {"S": "b"}}}},
+        {"Put": {"TableName": "lines", "Item": {"pk": {"S": "o1"}, "sk": {"S": "2"}, "qty": {"N": "1"}}}},
+        {"Put": {"TableName": "lines", "Item": {"pk": {"S": "o2"}, "sk": {"S": "1"}, "qty": {"N": "1"}}}},
+        {
+            "ConditionCheck": {
+                "TableName": "lines",
+                "Key": {"pk": {"S": "o1"}, "sk": {"S": "1"}},
+                "ConditionExpression": last_condition,
+            }
+        },
+    ]
+
+
+def test_cancelled_transaction_leaves_every_touched_item_as_it_was(ddb: Any) -> None:
+    # GIVEN items that the transaction will update, delete, and place new items beside
+    _seed(ddb)
+    before = _everything(ddb)
+    tables_before = dict(_backend().tables)
+    # WHEN every write is applied inside moto and then the last item's condition fails
+    with pytest.raises(ClientError) as raised:
+        ddb.transact_write_items(TransactItems=_mixed_transaction("attribute_not_exists(pk)"))
+    # THEN it is cancelled with moto's usual reasons, and every item is exactly as before
+    assert raised.value.response["Error"]["Code"] == "TransactionCanceledException"
+    codes = [reason["Code"] for reason in raised.value.response["CancellationReasons"]]
+    assert codes == ["None"] * 5 + ["ConditionalCheckFailed"]
+    assert _everything(ddb) == before
+    # AND the live table objects were kept (not swapped for copies)
+    assert all(_backend().tables[name] is table for name, table in tables_before.items())
+    # AND the range-key table has no leftover empty partition for the new hash key "o2"
+    assert [key.value for key in _backend().tables["lines"].items] == ["o1"]
+
+
+def test_cancellation_in_the_middle_still_undoes_the_writes_before_and_after_it(ddb: Any) -> None:
+    # GIVEN the seeded items
+    _seed(ddb)
+    before = _everything(ddb)
+    items = _mixed_transaction("attribute_exists(pk)")
+    # AND a failing condition on the second item (moto evaluates and applies the later ones anyway)
+    items[1]["Put"]["ConditionExpression"] = "attribute_exists(pk)"
+    # WHEN the transaction runs
+    with pytest.raises(ClientError) as raised:
+        ddb.transact_write_items(TransactItems=items)
+    # THEN only that item is reported, and nothing was written
+    codes = [reason["Code"] for reason in raised.value.response["CancellationReasons"]]
+    assert codes == ["None", "ConditionalCheckFailed", "None", "None", "None", "None"]
+    assert _everything(ddb) == before
+
+
+def test_validation_error_rolls_back_the_items_already_written(ddb: Any) -> None:
+    # GIVEN the seeded items
+    _seed(ddb)
+    before = _everything(ddb)
+    # WHEN the second item is invalid (a number where the key is a string), after the first applied
+    with pytest.raises(ClientError) as raised:
+        ddb.transact_write_items(
+            TransactItems=[
+                {"Put": {"TableName": "events", "Item": {"pk": {"S": "c"}}}},
+                {"Put": {"TableName": "events", "Item": {"pk": {"N": "1"}}}},
+            ]
+        )
+    # THEN DynamoDB's validation error surfaces and the first write is undone
+    assert raised.value.response["Error"]["Code"] == "ValidationException"
+    assert _everything(ddb) == before
+
+
+def test_successful_transaction_applies_every_item(ddb: Any) -> None:
+    # GIVEN the seeded items
+    _seed(ddb)
+    # WHEN every condition holds
+    ddb.transact_write_items(TransactItems=_mixed_transaction("attribute_exists(pk)"))
+    # THEN every write is visible
+    events = {item["pk"]["S"]: item for item in ddb.scan(TableName="events")["Items"]}
+    assert set(events) == {"a", "c"}
+    assert events["a"]["n"] == {"N": "2"}
+    assert sorted(events["a"]["tags"]["SS"]) == ["x", "y"]
+    lines = {(item["pk"]["S"], item["sk"]["S"]) for item in ddb.scan(TableName="lines")["Items"]}
+    assert lines == {("o1", "1"), ("o1", "2"), ("o2", "1")}
+
+
+def test_cancellation_reasons_carry_the_existing_item_with_all_old(ddb: Any) -> None:
+    # GIVEN an existing item (the consumer's duplicate path reads it from the cancellation)
+    _seed(ddb)
+    # WHEN a conditional put collides with it and asks for ALL_OLD
+    with pytest.raises(ClientError) as raised:
+        ddb.transact_write_items(
+            TransactItems=[
+                {"Put": {"TableName": "events", "Item": {"pk": {"S": "new"}}}},
+                {
+                    "Put": {
+                        "TableName": "events",
+                        "Item": {"pk": {"S": "b"}, "n": {"N": "5"}},
+                        "ConditionExpression": "attribute_not_exists(pk)",
+                        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                    }
+                },
+            ]
+        )
+    # THEN the reason for that item holds the item as stored, and the first put was undone
+    reasons = raised.value.response["CancellationReasons"]
+    assert reasons[0] == {"Code": "None"}
+    assert reasons[1]["Code"] == "ConditionalCheckFailed"
+    assert reasons[1]["Item"] == {"pk": {"S": "b"}, "n": {"N": "2"}}
+    assert "Item" not in ddb.get_item(TableName="events", Key={"pk": {"S": "new"}})
+
+
+def _deepcopies_per_cancelled_transaction(ddb: Any, monkeypatch: pytest.MonkeyPatch, rows: int) -> list[type]:
+    for index in range(rows):
+        ddb.put_item(TableName="events", Item={"pk": {"S": f"row-{rows}-{index}"}})
+    copied: list[type] = []
+    real_deepcopy = copy.deepcopy
+
+    def spy(value: Any, *args: Any, **kwargs: Any) -> Any:
+        copied.append(type(value))
+        return real_deepcopy(value, *args, **kwargs)
+
+    monkeypatch.setattr(copy, "deepcopy", spy)
+    with pytest.raises(ClientError):
+        ddb.transact_write_items(TransactItems=_mixed_transaction("attribute_not_exists(pk)"))
+    monkeypatch.setattr(copy, "deepcopy", real_deepcopy)
+    return copied
+
+
+def test_cost_does_not_depend_on_table_size(ddb: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN the same cancelled transaction against a small and then a 50x larger table
+    _seed(ddb)
+    small = _deepcopies_per_cancelled_transaction(ddb, monkeypatch, rows=4)
+    large = _deepcopies_per_cancelled_transaction(ddb, monkeypatch, rows=200)
+    # THEN no table is ever deep-copied, and the copies made do not grow with the table
+    assert Table not in small + large
+    assert len(small) == len(large)
+
+
+def test_moto_alone_copies_whole_tables(ddb: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN moto's own method (the reason this module exists; if this fails, moto changed: re-check)
+    moto_patches.revert()
+    _seed(ddb)
+    # WHEN the same cancelled transaction runs
+    copied = _deepcopies_per_cancelled_transaction(ddb, monkeypatch, rows=4)
+    # THEN moto deep-copies the whole table once per transaction item (6 items here)
+    assert copied.count(Table) == 6
+
+
+def test_apply_is_idempotent_and_revert_restores_moto() -> None:
+    # GIVEN the fix applied twice
+    moto_patches.apply()
+    moto_patches.apply()
+    assert moto_patches.is_applied()
+    # WHEN reverted once
+    moto_patches.revert()
+    # THEN moto's own method is back
+    assert not moto_patches.is_applied()
