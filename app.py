@@ -1,10 +1,174 @@
 #!/usr/bin/env python3
-"""The CDK app: one Stage per environment (placeholder until the construct lands)."""
+"""The CDK app: one Stage per environment, each holding the ``OrderPipeline`` stack.
+
+The only place that reads context (``cdk.json`` and ``-c`` options):
+
+- ``environments``: one entry per stage, e.g. ``{"dev": {"removal_policy": "destroy", ...}}``; see
+  :data:`ENVIRONMENT_KEYS` for what an entry may hold. ``account``/``region`` are optional: without
+  them the stage is environment-agnostic.
+- ``env``: synthesize only this stage (``cdk deploy -c env=prod 'prod/*'``); default: every stage
+  (``cdk deploy 'dev/*'`` still deploys only dev).
+- ``powertools_layer_arn``: use this layer instead of the public Powertools layer (the sandbox
+  publishes one locally).
+
+Running ``python app.py`` without the CDK CLI gives the same stages: ``cdk.json``'s context is the
+default, and the CLI's context (``CDK_CONTEXT_JSON``, ``-c``) overrides it. Synthesis makes no AWS
+call. cdk-nag's AwsSolutions and Serverless packs check every stage.
+"""
 
 from __future__ import annotations
 
-import aws_cdk as cdk
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
-app = cdk.App()
-cdk.Stack(cdk.Stage(app, "dev"), "OrderPipeline")
-app.synth()
+import aws_cdk as cdk
+from aws_cdk import aws_lambda, aws_sns
+from cdk_nag import AwsSolutionsChecks, ServerlessChecks
+from constructs import Construct
+
+from idempotent_order_pipeline import IdempotentOrderPipeline
+
+CDK_JSON = Path(__file__).resolve().parent / "cdk.json"
+STACK_ID = "OrderPipeline"
+REMOVAL_POLICIES = {"destroy": cdk.RemovalPolicy.DESTROY, "retain": cdk.RemovalPolicy.RETAIN}
+#: What an ``environments`` entry may hold (anything else is a typo and fails the synth).
+ENVIRONMENT_KEYS = frozenset(
+    {
+        "removal_policy",  # "destroy" | "retain" (required)
+        "oldest_message_age_threshold_seconds",  # the backlog alarm's threshold (required)
+        "alarm_evaluation_periods",  # minutes a sustained alarm must breach (required)
+        "account",  # optional: pin the stage to an account...
+        "region",  # ...and/or a region
+        "alarm_topic_arn",  # optional: an existing SNS topic every alarm notifies
+    }
+)
+
+
+@dataclass(frozen=True)
+class EnvironmentSettings:
+    """One ``environments`` entry, checked."""
+
+    name: str
+    removal_policy: cdk.RemovalPolicy
+    oldest_message_age_threshold: cdk.Duration
+    alarm_evaluation_periods: int
+    account: str | None = None
+    region: str | None = None
+    alarm_topic_arn: str | None = None
+
+    @classmethod
+    def from_context(cls, name: str, entry: Mapping[str, Any]) -> EnvironmentSettings:
+        """Parse an entry; raise ValueError naming the environment, the key and what is allowed."""
+        unknown = sorted(set(entry) - ENVIRONMENT_KEYS)
+        if unknown:
+            raise ValueError(f"environments.{name}: unknown key(s) {unknown}; allowed {sorted(ENVIRONMENT_KEYS)}")
+        policy = entry.get("removal_policy")
+        if policy not in REMOVAL_POLICIES:
+            raise ValueError(f"environments.{name}.removal_policy={policy!r}: allowed {sorted(REMOVAL_POLICIES)}")
+        try:
+            threshold = int(entry["oldest_message_age_threshold_seconds"])
+            periods = int(entry["alarm_evaluation_periods"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(
+                f"environments.{name}: oldest_message_age_threshold_seconds and alarm_evaluation_periods "
+                f"must be whole numbers ({exc})"
+            ) from exc
+        return cls(
+            name=name,
+            removal_policy=REMOVAL_POLICIES[policy],
+            oldest_message_age_threshold=cdk.Duration.seconds(threshold),
+            alarm_evaluation_periods=periods,
+            account=entry.get("account"),
+            region=entry.get("region"),
+            alarm_topic_arn=entry.get("alarm_topic_arn"),
+        )
+
+    @property
+    def environment(self) -> cdk.Environment | None:
+        """The stage's environment, or None (environment-agnostic) when neither is given."""
+        if self.account is None and self.region is None:
+            return None
+        return cdk.Environment(account=self.account, region=self.region)
+
+
+class OrderPipelineStack(cdk.Stack):
+    """The pipeline and the outputs the sandbox and the operator CLI read."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        settings: EnvironmentSettings,
+        powertools_layer_arn: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(
+            scope,
+            construct_id,
+            description=f"Idempotent order pipeline ({settings.name}): SQS -> Lambda -> DynamoDB -> SNS",
+            **kwargs,
+        )
+        powertools_layer = (
+            aws_lambda.LayerVersion.from_layer_version_arn(self, "PowertoolsLayer", powertools_layer_arn)
+            if powertools_layer_arn
+            else None
+        )
+        alarm_action = (
+            aws_sns.Topic.from_topic_arn(self, "AlarmTopic", settings.alarm_topic_arn)
+            if settings.alarm_topic_arn
+            else None
+        )
+        self.pipeline = IdempotentOrderPipeline(
+            self,
+            "Pipeline",
+            removal_policy=settings.removal_policy,
+            oldest_message_age_threshold=settings.oldest_message_age_threshold,
+            alarm_evaluation_periods=settings.alarm_evaluation_periods,
+            powertools_layer=powertools_layer,
+            alarm_action=alarm_action,
+        )
+        pipeline = self.pipeline
+        # Output keys are a contract (sandbox, CLI): never rename them. No exports: nothing imports them.
+        for key, value, description in (
+            ("QueueUrl", pipeline.queue.queue_url, "Send orders here"),
+            ("DeadLetterQueueUrl", pipeline.dead_letter_queue.queue_url, "Parked messages"),
+            ("ProcessedEventsTableName", pipeline.processed_events_table.table_name, "Idempotency records"),
+            ("OrderRecordsTableName", pipeline.order_records_table.table_name, "One row per order"),
+            ("TopicArn", pipeline.topic.topic_arn, "Order notifications"),
+            ("FunctionName", pipeline.function.function_name, "The consumer function"),
+        ):
+            cdk.CfnOutput(self, key, value=value, description=description)
+
+
+def default_context() -> dict[str, Any]:
+    """``cdk.json``'s context: the defaults when the app runs without the CDK CLI."""
+    context: dict[str, Any] = json.loads(CDK_JSON.read_text())["context"]
+    return context
+
+
+def build_app(context: Mapping[str, Any] | None = None, outdir: str | None = None) -> cdk.App:
+    """The app with its stages; ``context`` overrides ``cdk.json`` (the CLI's context overrides both)."""
+    app = cdk.App(context={**default_context(), **(context or {})}, outdir=outdir)
+    environments = app.node.try_get_context("environments")
+    if not isinstance(environments, Mapping) or not environments:
+        raise ValueError("context 'environments' must map stage names to settings (see cdk.json)")
+    selected = app.node.try_get_context("env")
+    if selected is not None and selected not in environments:
+        raise ValueError(f"-c env={selected!r}: allowed {sorted(environments)}")
+    powertools_layer_arn = app.node.try_get_context("powertools_layer_arn") or None
+    for name, entry in environments.items():
+        if selected is not None and name != selected:
+            continue
+        settings = EnvironmentSettings.from_context(name, entry)
+        stage = cdk.Stage(app, name, env=settings.environment)
+        OrderPipelineStack(stage, STACK_ID, settings=settings, powertools_layer_arn=powertools_layer_arn)
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app), ServerlessChecks(app))
+    return app
+
+
+if __name__ == "__main__":
+    build_app().synth()

@@ -1,0 +1,74 @@
+"""Least privilege, written out: exactly the calls the handler makes, on exactly its resources.
+
+The handler calls (contract with ``lambdas/order_consumer``):
+
+- ``dynamodb:TransactWriteItems`` with two conditional ``Put``s (processed_events, order_records)
+  and ``ReturnValuesOnConditionCheckFailure=ALL_OLD``. IAM has no TransactWriteItems action: each
+  ``Put`` inside a transaction is authorized as ``dynamodb:PutItem`` on its table (DynamoDB
+  developer guide, "Using IAM with DynamoDB transactions"); returning the old item on a failed
+  condition needs no read permission. The statement only allows PutItem *inside* a transaction
+  (``dynamodb:EnclosingOperation``), so the role cannot overwrite a row outside one.
+- ``dynamodb:UpdateItem`` on processed_events (mark an event ``sent``).
+- ``sns:Publish`` on the topic.
+- ``sqs:SendMessage`` on the dead-letter queue (permanent failures are parked there directly).
+
+The event source mapping's own SQS permissions (receive, delete, change visibility, attributes)
+come from ``SqsEventSource``, which grants them on the source queue only; X-Ray and CloudWatch Logs
+are granted by the construct next to the log group and tracing config.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import Stack, aws_dynamodb, aws_iam, aws_kms, aws_sns, aws_sqs
+from constructs import Construct
+
+# Explicit key operations for SQS SendMessage, SNS Publish and DynamoDB reads/writes on a customer
+# managed key; no GenerateDataKey*/ReEncrypt* wildcards.
+KMS_ACTIONS = ("kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey")
+
+
+def handler_statements(
+    scope: Construct,
+    *,
+    processed_events: aws_dynamodb.ITable,
+    order_records: aws_dynamodb.ITable,
+    topic: aws_sns.ITopic,
+    dead_letter_queue: aws_sqs.IQueue,
+    encryption_key: aws_kms.IKey | None,
+) -> list[aws_iam.PolicyStatement]:
+    """The policy statements of the consumer function's role (besides the event source's)."""
+    statements = [
+        aws_iam.PolicyStatement(
+            sid="RecordEachOrderOnceInATransaction",
+            actions=["dynamodb:PutItem"],
+            resources=[processed_events.table_arn, order_records.table_arn],
+            conditions={"ForAnyValue:StringEquals": {"dynamodb:EnclosingOperation": ["TransactWriteItems"]}},
+        ),
+        aws_iam.PolicyStatement(
+            sid="MarkEventsSent",
+            actions=["dynamodb:UpdateItem"],
+            resources=[processed_events.table_arn],
+        ),
+        aws_iam.PolicyStatement(
+            sid="PublishNotifications",
+            actions=["sns:Publish"],
+            resources=[topic.topic_arn],
+        ),
+        aws_iam.PolicyStatement(
+            sid="ParkPermanentFailures",
+            actions=["sqs:SendMessage"],
+            resources=[dead_letter_queue.queue_arn],
+        ),
+    ]
+    if encryption_key is not None:
+        stack = Stack.of(scope)
+        services = [f"{service}.{stack.region}.{stack.url_suffix}" for service in ("dynamodb", "sns", "sqs")]
+        statements.append(
+            aws_iam.PolicyStatement(
+                sid="UseTheCustomerManagedKeyThroughThePipelineServices",
+                actions=list(KMS_ACTIONS),
+                resources=[encryption_key.key_arn],
+                conditions={"StringEquals": {"kms:ViaService": services}},
+            )
+        )
+    return statements

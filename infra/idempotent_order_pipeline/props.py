@@ -1,0 +1,256 @@
+"""The construct's props in one value, their validation, and the values derived from them.
+
+Every check runs up front and every problem is collected, so one synth reports them all. Messages
+name the prop, the value received and what is allowed. Values that are unresolved tokens (a
+``CfnParameter``, say) are not checked: CloudFormation or the service will.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from aws_cdk import Duration, RemovalPolicy, Token, aws_kms, aws_lambda, aws_logs, aws_sns
+
+from order_events.keys import parse_identity_fields
+
+#: Fixed: the longest SQS allows, so a parked message has the most time to be looked at.
+DEAD_LETTER_RETENTION = Duration.days(14)
+#: AWS's advice for an SQS event source: visibility timeout at least 6x the function timeout (plus
+#: the batching window), so a batch retried by Lambda is not redelivered while still in flight.
+VISIBILITY_TIMEOUT_FACTOR = 6
+#: Below this, one transient blip (a throttle, a deploy) can push a good message to the DLQ.
+RECOMMENDED_MIN_RECEIVE_COUNT = 5
+
+# Service limits the checks enforce.
+MAX_RECEIVE_COUNT = 1000
+MAX_BATCH_SIZE_STANDARD = 10_000
+MAX_BATCH_SIZE_FIFO = 10
+MAX_BATCH_SIZE_WITHOUT_WINDOW = 10
+MAX_BATCHING_WINDOW_SECONDS = 300
+MIN_MAX_CONCURRENCY, MAX_MAX_CONCURRENCY = 2, 1000
+MIN_MEMORY_MB, MAX_MEMORY_MB = 128, 10_240
+MAX_FUNCTION_TIMEOUT_SECONDS = 900
+MAX_VISIBILITY_TIMEOUT_SECONDS = 12 * 3600
+MIN_RETENTION_SECONDS = 60
+
+
+@dataclass(frozen=True)
+class PipelineProps:
+    """Every prop of :class:`IdempotentOrderPipeline`, defaults already applied."""
+
+    fifo: bool
+    batch_size: int
+    max_batching_window: Duration | None
+    max_concurrency: int | None
+    max_receive_count: int
+    function_timeout: Duration
+    memory_size: int
+    visibility_timeout: Duration | None
+    retention_period: Duration
+    record_retention: Duration
+    identity_fields: tuple[str, ...]
+    service_name: str | None
+    metrics_namespace: str
+    encryption_key: aws_kms.IKey | None
+    removal_policy: RemovalPolicy
+    log_retention: aws_logs.RetentionDays
+    powertools_layer: aws_lambda.ILayerVersion | None
+    alarm_action: aws_sns.ITopic | None
+    oldest_message_age_threshold: Duration
+    alarm_evaluation_periods: int
+
+
+@dataclass
+class Findings:
+    """What validation found: errors stop synthesis, warnings become annotations."""
+
+    errors: list[str] = field(default_factory=list)
+    #: (annotation id, message) pairs.
+    warnings: list[tuple[str, str]] = field(default_factory=list)
+
+
+def _number(value: float | None) -> float | None:
+    """The value, or None when it is unset or an unresolved token (not ours to check)."""
+    if value is None or Token.is_unresolved(value):
+        return None
+    return value
+
+
+def seconds(duration: Duration | None) -> float | None:
+    """The duration in seconds, or None when it is unset or an unresolved token."""
+    if duration is None or duration.is_unresolved():
+        return None
+    return duration.to_seconds(integral=False)
+
+
+def _days(value: float) -> str:
+    return f"{value / 86_400:g} days"
+
+
+def derived_visibility_timeout(props: PipelineProps) -> Duration:
+    """The queue's visibility timeout: the prop, else 6x the function timeout plus the batching window."""
+    if props.visibility_timeout is not None:
+        return props.visibility_timeout
+    timeout = seconds(props.function_timeout)
+    window = seconds(props.max_batching_window) or 0
+    if timeout is None:  # reported by validate(); keep synthesis going to collect other errors
+        return Duration.seconds(0)
+    return Duration.seconds(int(VISIBILITY_TIMEOUT_FACTOR * timeout + window))
+
+
+def validate(props: PipelineProps) -> Findings:
+    """Check every prop; collect every problem."""
+    findings = Findings()
+    _check_batching(props, findings)
+    _check_redrive(props, findings)
+    _check_function(props, findings)
+    _check_retention(props, findings)
+    _check_naming(props, findings)
+    _check_alarms(props, findings)
+    return findings
+
+
+def _check_batching(props: PipelineProps, findings: Findings) -> None:
+    errors = findings.errors
+    batch_size = _number(props.batch_size)
+    window = seconds(props.max_batching_window)
+    if batch_size is not None:
+        limit = MAX_BATCH_SIZE_FIFO if props.fifo else MAX_BATCH_SIZE_STANDARD
+        kind = "a FIFO" if props.fifo else "a standard"
+        if not 1 <= batch_size <= limit:
+            errors.append(f"batch_size={props.batch_size!r}: allowed 1..{limit} for {kind} queue")
+        elif batch_size > MAX_BATCH_SIZE_WITHOUT_WINDOW and not window:
+            errors.append(
+                f"batch_size={props.batch_size!r}: above {MAX_BATCH_SIZE_WITHOUT_WINDOW} Lambda requires "
+                f"max_batching_window of at least 1 second (got {props.max_batching_window!r})"
+            )
+    if window is not None:
+        if props.fifo and window > 0:
+            errors.append(f"max_batching_window={window:g}s: not supported for a FIFO queue (allowed: None)")
+        elif not 0 <= window <= MAX_BATCHING_WINDOW_SECONDS:
+            errors.append(f"max_batching_window={window:g}s: allowed 0..{MAX_BATCHING_WINDOW_SECONDS} seconds")
+    max_concurrency = _number(props.max_concurrency)
+    if max_concurrency is not None and not MIN_MAX_CONCURRENCY <= max_concurrency <= MAX_MAX_CONCURRENCY:
+        errors.append(
+            f"max_concurrency={props.max_concurrency!r}: allowed None or {MIN_MAX_CONCURRENCY}..{MAX_MAX_CONCURRENCY}"
+        )
+
+
+def _check_redrive(props: PipelineProps, findings: Findings) -> None:
+    count = _number(props.max_receive_count)
+    if count is None:
+        return
+    if not 1 <= count <= MAX_RECEIVE_COUNT:
+        findings.errors.append(f"max_receive_count={props.max_receive_count!r}: allowed 1..{MAX_RECEIVE_COUNT}")
+    elif count < RECOMMENDED_MIN_RECEIVE_COUNT:
+        findings.warnings.append(
+            (
+                "max-receive-count-low",
+                f"max_receive_count={props.max_receive_count!r} is below {RECOMMENDED_MIN_RECEIVE_COUNT}: a transient "
+                "failure (throttle, deploy, timeout) can move a valid order to the dead-letter queue",
+            )
+        )
+
+
+def _check_function(props: PipelineProps, findings: Findings) -> None:
+    errors = findings.errors
+    memory = _number(props.memory_size)
+    if memory is not None and not MIN_MEMORY_MB <= memory <= MAX_MEMORY_MB:
+        errors.append(f"memory_size={props.memory_size!r}: allowed {MIN_MEMORY_MB}..{MAX_MEMORY_MB} MB")
+    timeout = seconds(props.function_timeout)
+    if timeout is not None and not 1 <= timeout <= MAX_FUNCTION_TIMEOUT_SECONDS:
+        errors.append(f"function_timeout={timeout:g}s: allowed 1..{MAX_FUNCTION_TIMEOUT_SECONDS} seconds")
+        return
+    if props.visibility_timeout is None:
+        if props.function_timeout.is_unresolved():
+            errors.append(
+                "visibility_timeout=None: cannot be derived from a function_timeout that is a token; "
+                "give visibility_timeout explicitly"
+            )
+        return
+    visibility = seconds(props.visibility_timeout)
+    if visibility is None or timeout is None:
+        return
+    recommended = VISIBILITY_TIMEOUT_FACTOR * timeout
+    if not 0 <= visibility <= MAX_VISIBILITY_TIMEOUT_SECONDS:
+        errors.append(f"visibility_timeout={visibility:g}s: allowed 0..{MAX_VISIBILITY_TIMEOUT_SECONDS} seconds")
+    elif visibility < timeout:
+        errors.append(
+            f"visibility_timeout={visibility:g}s: must be at least function_timeout ({timeout:g}s), or messages "
+            "are redelivered while still being processed"
+        )
+    elif visibility < recommended:
+        findings.warnings.append(
+            (
+                "visibility-timeout-low",
+                f"visibility_timeout={visibility:g}s is below {VISIBILITY_TIMEOUT_FACTOR}x function_timeout "
+                f"({recommended:g}s): a batch Lambda retries after throttling can be redelivered while in flight",
+            )
+        )
+
+
+def _check_retention(props: PipelineProps, findings: Findings) -> None:
+    errors = findings.errors
+    retention = seconds(props.retention_period)
+    dlq_retention = DEAD_LETTER_RETENTION.to_seconds()
+    if retention is not None and not MIN_RETENTION_SECONDS <= retention < dlq_retention:
+        errors.append(
+            f"retention_period={_days(retention)}: allowed from 60 seconds to less than the dead-letter queue's "
+            f"{_days(dlq_retention)} (a message keeps its first enqueue time in the DLQ, so the DLQ must keep it "
+            "longer)"
+        )
+    record = seconds(props.record_retention)
+    if record is not None and retention is not None and record <= retention + dlq_retention:
+        errors.append(
+            f"record_retention={_days(record)}: must be longer than retention_period + dead-letter retention "
+            f"({_days(retention + dlq_retention)}), so an idempotency record outlives every copy of its message"
+        )
+
+
+def _check_naming(props: PipelineProps, findings: Findings) -> None:
+    errors = findings.errors
+    try:
+        fields = parse_identity_fields(",".join(props.identity_fields))
+    except ValueError:
+        fields = ()
+    if (
+        not props.identity_fields
+        or fields != tuple(props.identity_fields)
+        or len(set(fields)) != len(fields)
+        or any("," in name for name in props.identity_fields)
+    ):
+        errors.append(
+            f"identity_fields={tuple(props.identity_fields)!r}: allowed one or more distinct, non-empty field "
+            "names without commas or surrounding spaces, e.g. ('order_id',)"
+        )
+    if props.service_name is not None and not Token.is_unresolved(props.service_name) and not props.service_name:
+        errors.append("service_name='': allowed a non-empty name, or None for the default")
+    namespace = props.metrics_namespace
+    if not Token.is_unresolved(namespace) and (not namespace or namespace.startswith("AWS/")):
+        errors.append(
+            f"metrics_namespace={namespace!r}: allowed a non-empty namespace not starting with 'AWS/' (reserved)"
+        )
+
+
+def _check_alarms(props: PipelineProps, findings: Findings) -> None:
+    errors = findings.errors
+    threshold = seconds(props.oldest_message_age_threshold)
+    retention = seconds(props.retention_period)
+    if threshold is not None and threshold <= 0:
+        errors.append(f"oldest_message_age_threshold={threshold:g}s: allowed more than 0 seconds")
+    elif threshold is not None and retention is not None and threshold >= retention:
+        errors.append(
+            f"oldest_message_age_threshold={threshold:g}s: must be less than retention_period ({retention:g}s), "
+            "or messages expire before the alarm fires"
+        )
+    periods = _number(props.alarm_evaluation_periods)
+    if periods is not None and periods < 1:
+        errors.append(f"alarm_evaluation_periods={props.alarm_evaluation_periods!r}: allowed 1 or more")
+
+
+def as_tuple(values: Sequence[str]) -> tuple[str, ...]:
+    """A string is a sequence too: refuse it rather than splitting it into letters."""
+    if isinstance(values, str):
+        raise ValueError(f"identity_fields={values!r}: allowed a sequence of field names, e.g. ('order_id',)")
+    return tuple(values)
