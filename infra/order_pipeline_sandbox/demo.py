@@ -1,0 +1,295 @@
+"""``make demo`` and ``make sandbox``: the rehearsal of a real deployment, and a chaos run through it.
+
+:class:`Sandbox` does steps 1-3 of the issue: it starts the endpoint, deploys the stage with the
+real CDK CLI, reads the function, its mapping and its code back from the endpoint, turns moto's
+mapping off and prepares the function's execution environments. :func:`run_chaos` does steps 4-5:
+it sends the traffic, polls the queue into the function while injecting crashes, waits for the
+queue to drain and checks the invariants against the endpoint's state. Leaving the ``with`` block
+stops every process the sandbox started (step 6).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import random
+import shutil
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from order_events.keys import parse_identity_fields
+from order_pipeline_sandbox import checks, traffic
+from order_pipeline_sandbox.deploy import (
+    DEFAULT_STAGE,
+    REPO_ROOT,
+    WORK_DIR,
+    Deployment,
+    bootstrap,
+    deploy,
+    publish_powertools_layer,
+)
+from order_pipeline_sandbox.function import (
+    DeployedFunction,
+    QueueMapping,
+    describe_function,
+    describe_mapping,
+    disable_mapping,
+)
+from order_pipeline_sandbox.lambda_runtime import CrashOrder, FunctionProcess
+from order_pipeline_sandbox.poller import DEFAULT_VISIBILITY_TIMEOUT_SECONDS, PollerStats, SqsPoller
+from order_pipeline_sandbox.server import Endpoint, SandboxServerProcess
+
+#: Defaults of a run (``make demo`` reads ``DEMO_*`` variables to override them, see ``__main__``).
+DEFAULT_ORDERS = 500
+DEFAULT_SEED = 20261130
+#: Share of invocations that crash at one of their AWS calls.
+DEFAULT_CRASH_RATE = 0.2
+#: Execution environments polled in parallel (Lambda would scale this; 2 suits a laptop).
+DEFAULT_CONCURRENCY = 2
+#: How long a run may take to drain before it is declared stuck.
+DEFAULT_DRAIN_TIMEOUT_SECONDS = 600.0
+
+Log = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class SandboxOptions:
+    """Where and what the sandbox deploys, and how many execution environments it prepares."""
+
+    stage: str = DEFAULT_STAGE
+    app_dir: Path = REPO_ROOT
+    work_dir: Path = WORK_DIR
+    context: Mapping[str, str] = field(default_factory=dict)
+    concurrency: int = DEFAULT_CONCURRENCY
+
+
+@dataclass(frozen=True)
+class ChaosOptions:
+    """The traffic and the faults of a run."""
+
+    orders: int = DEFAULT_ORDERS
+    seed: int = DEFAULT_SEED
+    crash_rate: float = DEFAULT_CRASH_RATE
+    resend_share: float = traffic.DEFAULT_RESEND_SHARE
+    conflict_share: float = traffic.DEFAULT_CONFLICT_SHARE
+    invalid_share: float = traffic.DEFAULT_INVALID_SHARE
+    visibility_timeout: int = DEFAULT_VISIBILITY_TIMEOUT_SECONDS
+    drain_timeout: float = DEFAULT_DRAIN_TIMEOUT_SECONDS
+
+
+class Sandbox:
+    """Steps 1-3: endpoint, ``cdk bootstrap`` + ``cdk deploy``, the deployed function ready to poll."""
+
+    def __init__(self, options: SandboxOptions | None = None, log: Log | None = None) -> None:
+        self.options = options or SandboxOptions()
+        self._log = log or (lambda message: None)
+        self._exit = contextlib.ExitStack()
+        self.endpoint: Endpoint
+        self.deployment: Deployment
+        self.function: DeployedFunction
+        self.mapping: QueueMapping
+        self.environments: list[FunctionProcess] = []
+        self.server: SandboxServerProcess
+        self.timings: dict[str, float] = {}
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.options.work_dir / "logs"
+
+    @contextlib.contextmanager
+    def _step(self, name: str) -> Iterator[None]:
+        self._log(f"{name}...")
+        started = time.monotonic()
+        yield
+        self.timings[name] = time.monotonic() - started
+
+    def __enter__(self) -> Sandbox:
+        try:
+            self._start()
+        except BaseException:
+            self._exit.close()
+            raise
+        return self
+
+    def _start(self) -> None:
+        options = self.options
+        options.work_dir.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(self.logs_dir, ignore_errors=True)
+        self.logs_dir.mkdir(parents=True)
+        with self._step("starting the moto server"):
+            self.server = SandboxServerProcess(log_path=self.logs_dir / "moto-server.log")
+            self.endpoint = self._exit.enter_context(self.server)
+        with self._step("publishing the Powertools layer"):
+            layer = publish_powertools_layer(self.endpoint, options.work_dir)
+        with self._step("cdk bootstrap"):
+            bootstrap(self.endpoint, app_dir=options.app_dir, work_dir=options.work_dir)
+        with self._step(f"cdk deploy {options.stage}/*"):
+            self.deployment = deploy(
+                self.endpoint,
+                stage=options.stage,
+                context={"env": options.stage, **options.context},
+                app_dir=options.app_dir,
+                work_dir=options.work_dir,
+                layer=layer,
+            )
+        with self._step("reading the function back from the endpoint"):
+            self.function = describe_function(self.endpoint, self.deployment)
+            self.mapping = describe_mapping(self.endpoint, self.function, self.deployment.output("QueueUrl"))
+            disable_mapping(self.endpoint, self.mapping)
+            unpacked = Path(
+                self._exit.enter_context(tempfile.TemporaryDirectory(prefix="function-", dir=options.work_dir))
+            )
+            task_dir, layer_dirs = self.function.unpack(unpacked)
+        for index in range(options.concurrency):
+            environment = FunctionProcess(
+                self.function, self.endpoint, task_dir, layer_dirs, self.logs_dir / f"function-{index}.log"
+            )
+            self._exit.callback(environment.stop)
+            self.environments.append(environment)
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._exit.close()
+
+    def poller(self, *, visibility_timeout: int, crash_plan: Callable[[int], CrashOrder | None] | None) -> SqsPoller:
+        return SqsPoller(
+            self.endpoint,
+            self.mapping,
+            self.environments,
+            visibility_timeout=visibility_timeout,
+            crash_plan=crash_plan,
+        )
+
+    def subscribe_queue(self, name: str) -> str:
+        """A queue subscribed to the topic (raw delivery): the notifications, as a subscriber sees them."""
+        sqs = self.endpoint.client("sqs")
+        url: str = sqs.create_queue(QueueName=name)["QueueUrl"]
+        arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        self.endpoint.client("sns").subscribe(
+            TopicArn=self.deployment.output("TopicArn"),
+            Protocol="sqs",
+            Endpoint=arn,
+            Attributes={"RawMessageDelivery": "true"},
+        )
+        return url
+
+
+class RandomCrashes:
+    """Per invocation, with probability ``rate``: crash at a random AWS call, before or after it."""
+
+    def __init__(self, rate: float, seed: int) -> None:
+        self._rate = rate
+        self._rng = random.Random(seed)  # noqa: S311 - chaos, not cryptography
+        self._lock = threading.Lock()
+
+    def __call__(self, records: int) -> CrashOrder | None:
+        with self._lock:
+            if self._rng.random() >= self._rate:
+                return None
+            # A new order costs 3 calls, a duplicate or a parked message 1: most orders fire.
+            return CrashOrder(at_call=self._rng.randint(1, 2 * records), after=self._rng.random() < 0.5)
+
+
+@dataclass
+class ChaosRun:
+    """Everything a run produced: the plan, what the poller did, the state read back, the verdict."""
+
+    plan: traffic.TrafficPlan
+    stats: PollerStats
+    state: checks.EndpointState
+    result: checks.CheckResult
+    metrics: Counter[str]
+    wall_seconds: float
+    drained: bool
+
+
+def emf_metrics(logs_dir: Path) -> Counter[str]:
+    """Sum the EMF metrics the function printed (what CloudWatch would aggregate from its logs)."""
+    totals: Counter[str] = Counter()
+    for path in sorted(logs_dir.glob("function-*.log")):
+        for line in path.read_text(errors="replace").splitlines():
+            if not line.startswith("{") or '"_aws"' not in line:
+                continue
+            with contextlib.suppress(ValueError):
+                document = json.loads(line)
+                for directive in document["_aws"].get("CloudWatchMetrics", []):
+                    for metric in directive.get("Metrics", []):
+                        value = document.get(metric["Name"], 0)
+                        totals[metric["Name"]] += int(sum(value) if isinstance(value, list) else value)
+    return totals
+
+
+ProgressHook = Callable[[int, int, PollerStats], None]
+
+
+def run_chaos(sandbox: Sandbox, options: ChaosOptions, on_progress: ProgressHook | None = None) -> ChaosRun:
+    """Steps 4-5: send the traffic, poll it through the function with crashes, drain, check."""
+    started = time.monotonic()
+    identity = parse_identity_fields(sandbox.function.environment.get("IDENTITY_FIELDS"))
+    plan = traffic.plan_traffic(
+        options.orders,
+        seed=options.seed,
+        identity_fields=identity,
+        resend_share=options.resend_share,
+        conflict_share=options.conflict_share,
+        invalid_share=options.invalid_share,
+    )
+    notifications = sandbox.subscribe_queue(f"sandbox-notifications-{plan.run_id}")
+    crashes = RandomCrashes(options.crash_rate, options.seed) if options.crash_rate > 0 else None
+    poller = sandbox.poller(visibility_timeout=options.visibility_timeout, crash_plan=crashes)
+    total = len(plan.messages)
+    sent = 0
+
+    def report(visible: int, in_flight: int) -> None:
+        if on_progress is not None:
+            on_progress(max(0, sent - visible - in_flight), total, poller.stats)
+
+    def on_sent(count: int) -> None:
+        nonlocal sent
+        sent += count
+
+    poller.start()
+    try:
+        traffic.send(sandbox.endpoint.client("sqs"), sandbox.deployment.output("QueueUrl"), plan.messages, on_sent)
+        drained = poller.wait_until_drained(timeout=options.drain_timeout, on_tick=report)
+    finally:
+        poller.stop()
+    report(*poller.queue_depth())
+    state = checks.read_state(sandbox.endpoint, sandbox.deployment.outputs, notifications)
+    result = checks.check(plan, state)
+    for error in poller.stats.unexpected_errors[:3]:
+        result.violations.append(f"function error (not injected): {error.error_type}: {error.message[:300]}")
+    if not drained and not poller.stats.unexpected_errors:
+        result.violations.append(f"the queue did not drain within {options.drain_timeout:.0f} s")
+    if crashes is not None and poller.stats.crashes_injected == 0:
+        result.violations.append("no crash was injected: the run proves nothing about crashes (raise the crash rate)")
+    return ChaosRun(
+        plan=plan,
+        stats=poller.stats,
+        state=state,
+        result=result,
+        metrics=emf_metrics(sandbox.logs_dir),
+        wall_seconds=time.monotonic() - started,
+        drained=drained,
+    )
+
+
+def describe(sandbox: Sandbox) -> dict[str, Any]:
+    """What was deployed, for the report and the sandbox banner."""
+    return {
+        "endpoint": sandbox.endpoint.url,
+        "stack": sandbox.deployment.stack_name,
+        "function": f"{sandbox.function.name} ({sandbox.function.handler}, {sandbox.function.runtime}, "
+        f"{sandbox.function.timeout_seconds} s)",
+        "mapping": f"batch {sandbox.mapping.batch_size}, {', '.join(sandbox.mapping.function_response_types) or '-'}, "
+        f"maxReceiveCount {sandbox.mapping.max_receive_count}",
+        "skipped": sandbox.deployment.skipped_types,
+    }

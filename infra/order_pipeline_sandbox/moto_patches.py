@@ -1,0 +1,283 @@
+"""The sandbox's fixes for moto 5.2.5: DynamoDB transactions, and stack outputs after a change set.
+
+1. ``TransactWriteItems``: snapshot items, not tables.
+
+moto 5.2.5 (``moto/dynamodb/models/__init__.py``, ``DynamoDBBackend.transact_write_items``)
+deep-copies every table a transaction names before it starts and, when the transaction is
+cancelled, puts the copies back in place of the live tables. That makes each transaction cost
+O(table size) (measured: 1,000 transactions took 18 s on empty tables and 101 s once they held 2,000
+items), and the restore swaps whole table objects, silently undoing any write that another request
+made in between.
+
+:func:`apply` replaces that method with one that behaves the same for the caller (same validation,
+same cancellation reasons, ``ALL_OLD`` items included) but journals only the items the transaction
+touches: before each write it deep-copies that one item (or notes its absence), and on cancellation
+it puts every touched item back as it was, in reverse order. All or nothing, as before, at
+O(items in the transaction). One deliberate difference: moto applied the earlier items of a
+transaction whose later item names two operations (``TransactWriteSingleOpException``) and did not
+roll them back; here they are rolled back too.
+
+This does not make moto thread-safe: a transaction's writes and its rollback are still separate
+steps. Serialize requests into moto (the sandbox server does, see :mod:`.server`).
+
+2. Stack outputs of a stack created by a change set (what ``cdk deploy`` does by default): moto
+creates the stack with an empty template when the change set is created and, when it is executed,
+updates the resources but never re-reads the outputs, so ``DescribeStacks`` returns none. After a
+change set is applied, :func:`apply` re-parses the stack's template and rebuilds its outputs.
+
+3. ``Fn::GetAtt`` of a resource moto's CloudFormation skipped (a type it does not implement, such
+as ``AWS::CloudWatch::Alarm``) fails the whole stack ("references undefined resource"); the
+construct's dashboard names its alarms that way. With the fix such a reference resolves to a
+placeholder ARN (``arn:aws:cloudformation:<region>:<account>:sandbox-skipped/<id>/<attribute>``)
+and the resource stays skipped: the sandbox lists every skipped resource in its report.
+
+Apply the fixes only in the sandbox and in test set-ups (``apply()`` before ``mock_aws()`` or
+before the server starts); :func:`revert` restores moto's methods.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+import moto
+from moto.cloudformation import parsing as cloudformation_parsing
+from moto.cloudformation.models import ChangeSet
+from moto.dynamodb.comparisons import get_filter_expression
+from moto.dynamodb.exceptions import (
+    ConditionalCheckFailed,
+    MockValidationException,
+    MultipleTransactionsException,
+    TooManyTransactionsException,
+    TransactionCanceledException,
+    TransactWriteSingleOpException,
+)
+from moto.dynamodb.models import DynamoDBBackend
+from moto.dynamodb.models.dynamo_type import DynamoType, Item
+from moto.dynamodb.models.table import Table
+
+#: The moto version whose ``transact_write_items`` this module re-implements. Another version may
+#: have changed the method; re-read it before widening this.
+PATCHED_MOTO_VERSION = "5.2.5"
+#: DynamoDB's limit on items per transaction (moto enforces it too).
+MAX_TRANSACTION_ITEMS = 100
+
+_ORIGINAL_TRANSACT = DynamoDBBackend.transact_write_items
+_ORIGINAL_APPLY_CHANGE_SET = ChangeSet.apply
+_ORIGINAL_CLEAN_JSON = cloudformation_parsing.clean_json
+_lock = threading.Lock()
+
+
+@dataclass
+class _Snapshot:
+    """One touched item as it was before the transaction wrote it (``item`` None: it did not exist)."""
+
+    table: Table
+    hash_key: DynamoType
+    range_key: DynamoType | None
+    item: Item | None
+    stream_length: int | None
+
+
+@dataclass
+class ItemJournal:
+    """The items a transaction touched, to put back if it is cancelled."""
+
+    snapshots: list[_Snapshot] = field(default_factory=list)
+
+    def remember(self, table: Table, hash_key: DynamoType, range_key: DynamoType | None) -> None:
+        """Copy the one item at this key (not the table) before the transaction writes it."""
+        current = table.get_item(hash_key, range_key)
+        shard = table.stream_shard
+        self.snapshots.append(
+            _Snapshot(
+                table=table,
+                hash_key=hash_key,
+                range_key=range_key,
+                # Updates mutate the live Item in place, so keep a copy, not a reference.
+                item=copy.deepcopy(current),
+                stream_length=None if shard is None else len(shard.items),
+            )
+        )
+
+    def restore(self) -> None:
+        """Put every touched item back as it was, last touched first."""
+        for snapshot in reversed(self.snapshots):
+            items: dict[Any, Any] = snapshot.table.items  # {hash: Item} or {hash: {range: Item}}
+            if snapshot.range_key is None:
+                if snapshot.item is None:
+                    items.pop(snapshot.hash_key, None)
+                else:
+                    items[snapshot.hash_key] = snapshot.item
+            else:
+                bucket = items[snapshot.hash_key]
+                if snapshot.item is None:
+                    bucket.pop(snapshot.range_key, None)
+                    if not bucket:  # an empty partition reads like a missing one; moto's reads leave them too
+                        del items[snapshot.hash_key]
+                else:
+                    bucket[snapshot.range_key] = snapshot.item
+            # Best effort, as moto's table copy did: drop the stream records of the undone writes.
+            shard = snapshot.table.stream_shard
+            if shard is not None and snapshot.stream_length is not None and len(shard.items) >= snapshot.stream_length:
+                del shard.items[snapshot.stream_length :]
+        self.snapshots.clear()
+
+
+def transact_write_items(self: DynamoDBBackend, transact_items: list[dict[str, Any]]) -> None:
+    """moto's ``transact_write_items`` with an item journal instead of table copies (see module doc)."""
+    if len(transact_items) > MAX_TRANSACTION_ITEMS:
+        raise TooManyTransactionsException()
+    journal = ItemJournal()
+    target_items: set[tuple[str, str]] = set()
+
+    def check_unicity(table_name: str, key: dict[str, Any]) -> None:
+        target = (str(table_name), str(dict(sorted(key.items()))))
+        if target in target_items:
+            raise MultipleTransactionsException()
+        target_items.add(target)
+
+    # One (code, message, ALL_OLD item) per transaction item; (None, None, None) when it passed.
+    errors: list[tuple[str | None, str | None, dict[str, Any] | None]] = []
+    for item in transact_items:
+        original_item: dict[str, Any] | None = None
+        if len(item) > 1:
+            journal.restore()
+            raise TransactWriteSingleOpException()
+        try:
+            op_type, op = next(iter(item.items()))
+            if op_type not in {"ConditionCheck", "Put", "Delete", "Update"}:
+                raise ValueError("Unsupported transaction operation")
+
+            table_name = op["TableName"]
+            condition_expression = op.get("ConditionExpression")
+            expression_attribute_names = op.get("ExpressionAttributeNames")
+            expression_attribute_values = op.get("ExpressionAttributeValues")
+            return_values_on_condition_check_failure = op.get("ReturnValuesOnConditionCheckFailure")
+
+            if op_type == "Put":
+                attrs = op["Item"]
+                table = self.get_table(table_name)
+                key = {table.hash_key_attr: attrs[table.hash_key_attr]}
+                if table.range_key_attr is not None:
+                    key[table.range_key_attr] = attrs[table.range_key_attr]
+            else:
+                key = op["Key"]
+
+            check_unicity(table_name, key)
+
+            current = self.get_item(table_name, key)
+            if condition_expression is not None:
+                condition_op = get_filter_expression(
+                    condition_expression, expression_attribute_names, expression_attribute_values
+                )
+                if not condition_op.expr(current):
+                    if return_values_on_condition_check_failure == "ALL_OLD" and current:
+                        original_item = current.to_json()["Attributes"]
+                    raise ConditionalCheckFailed(item=original_item)
+
+            if op_type != "ConditionCheck":
+                table = self.get_table(table_name)
+                journal.remember(table, *self.get_keys_value(table, key))
+            if op_type == "Put":
+                self.put_item(
+                    table_name,
+                    op["Item"],
+                    condition_expression=condition_expression,
+                    expression_attribute_names=expression_attribute_names,
+                    expression_attribute_values=expression_attribute_values,
+                )
+            elif op_type == "Delete":
+                self.delete_item(
+                    table_name,
+                    key,
+                    condition_expression=condition_expression,
+                    expression_attribute_names=expression_attribute_names,
+                    expression_attribute_values=expression_attribute_values,
+                )
+            elif op_type == "Update":
+                self.update_item(
+                    table_name,
+                    key,
+                    update_expression=op["UpdateExpression"],
+                    condition_expression=condition_expression,
+                    expression_attribute_names=expression_attribute_names,
+                    expression_attribute_values=expression_attribute_values,
+                )
+            errors.append((None, None, None))
+        except (MultipleTransactionsException, MockValidationException):
+            journal.restore()
+            raise
+        except ConditionalCheckFailed as exc:
+            errors.append(("ConditionalCheckFailed", str(exc.message), original_item))
+        except Exception as exc:  # moto reports any other failure as that item's cancellation reason
+            errors.append((type(exc).__name__, str(exc), original_item))
+
+    if any(code is not None for code, _, _ in errors):
+        journal.restore()
+        raise TransactionCanceledException(errors)
+
+
+def apply_change_set(self: ChangeSet) -> None:
+    """moto's ``ChangeSet.apply``, then the stack's template and outputs are those of the change set."""
+    _ORIGINAL_APPLY_CHANGE_SET(self)
+    stack = self.stack
+    stack.template = self.template
+    stack._parse_template()
+    stack.output_map = stack._create_output_map()
+    stack.description = stack.template_dict.get("Description")
+
+
+def skipped_resource_placeholder(region: str, account: str, logical_id: str, attribute: str) -> str:
+    """What ``Fn::GetAtt`` of a skipped resource resolves to (see the module docstring)."""
+    return f"arn:aws:cloudformation:{region}:{account}:sandbox-skipped/{logical_id}/{attribute}"
+
+
+def clean_json(resource_json: Any, resources_map: Any) -> Any:
+    """moto's template evaluation, except that ``Fn::GetAtt`` of a skipped resource gives a placeholder."""
+    if isinstance(resource_json, dict) and "Fn::GetAtt" in resource_json:
+        target = resource_json["Fn::GetAtt"]
+        logical_id, attribute = target.split(".", 1) if isinstance(target, str) else (target[0], target[1])
+        declared = resources_map._resource_json_map.get(logical_id)
+        if (
+            isinstance(declared, dict)
+            and cloudformation_parsing.resource_class_from_type(declared.get("Type", "")) is None
+            and resources_map.get(logical_id) is None
+        ):
+            return skipped_resource_placeholder(
+                resources_map._region_name, resources_map._account_id, logical_id, str(attribute)
+            )
+    return _ORIGINAL_CLEAN_JSON(resource_json, resources_map)
+
+
+def apply() -> None:
+    """Install the fixes (idempotent). Raises RuntimeError on a moto version it was not written for."""
+    if moto.__version__ != PATCHED_MOTO_VERSION:
+        raise RuntimeError(
+            f"order_pipeline_sandbox.moto_patches re-implements moto {PATCHED_MOTO_VERSION}'s "
+            f"transact_write_items; moto {moto.__version__} is installed. Re-read "
+            "moto/dynamodb/models/__init__.py and update the patch (or drop it if moto fixed it)."
+        )
+    with _lock:
+        DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
+        ChangeSet.apply = apply_change_set  # type: ignore[method-assign]
+        cloudformation_parsing.clean_json = clean_json
+
+
+def revert() -> None:
+    """Put moto's own methods back."""
+    with _lock:
+        DynamoDBBackend.transact_write_items = _ORIGINAL_TRANSACT  # type: ignore[method-assign]
+        ChangeSet.apply = _ORIGINAL_APPLY_CHANGE_SET  # type: ignore[method-assign]
+        cloudformation_parsing.clean_json = _ORIGINAL_CLEAN_JSON
+
+
+def is_applied() -> bool:
+    """Whether :func:`apply` is in effect."""
+    return (
+        DynamoDBBackend.transact_write_items is transact_write_items
+        and ChangeSet.apply is apply_change_set
+        and cloudformation_parsing.clean_json is clean_json
+    )

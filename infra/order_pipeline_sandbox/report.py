@@ -1,0 +1,85 @@
+"""The demo's report: what was sent, what the endpoint holds, what moto skipped, the verdict."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.table import Table
+
+from order_pipeline_sandbox.checks import REDRIVEN
+from order_pipeline_sandbox.demo import ChaosRun
+
+
+def _row(table: Table, name: str, value: Any, expectation: str = "", ok: bool | None = None) -> None:
+    mark = "" if ok is None else ("[green]ok[/]" if ok else "[bold red]VIOLATED[/]")
+    table.add_row(name, str(value), expectation, mark)
+
+
+def render(run: ChaosRun, deployed: dict[str, Any], timings: dict[str, float], console: Console) -> None:
+    """Print the report of ``run``."""
+    figures = run.result.figures
+    stats = run.stats
+    metrics = run.metrics
+    table = Table(title="Order pipeline: chaos run on the local endpoint", title_justify="left", expand=False)
+    for column in ("", "value", "expected", ""):
+        table.add_column(column)
+    _row(table, "messages sent", figures["messages sent"])
+    _row(
+        table,
+        "  orders / re-sent / conflicting / invalid",
+        f"{figures['orders']} / {figures['re-sent by the producer']} / {figures['conflicting']} / {figures['invalid']}",
+    )
+    _row(table, "unique events", figures["unique events"])
+    _row(
+        table,
+        "order rows",
+        figures["order rows"],
+        "one per unique event",
+        figures["order rows"] + figures["events parked by redrive"] == figures["unique events"],
+    )
+    _row(table, "duplicate rows", figures["duplicate rows"], "0", figures["duplicate rows"] == 0)
+    _row(
+        table,
+        "events without a notification",
+        figures["events without a notification"],
+        "0",
+        figures["events without a notification"] == 0,
+    )
+    _row(table, "notifications received by a subscriber", figures["notifications received"], ">= order rows")
+    _row(table, "duplicates skipped (metric)", metrics.get("DuplicatesSkipped", 0))
+    _row(table, "notifications published (metric)", metrics.get("NotificationsPublished", 0))
+    _row(table, "notifications republished (metric)", metrics.get("NotificationsRepublished", 0))
+    _row(table, "messages in the DLQ", figures["dead letters"], "invalid + losing conflicts")
+    for code, count in sorted(run.result.dead_letters_by_code.items()):
+        _row(table, f"  error_code {code}", count, "0" if code == REDRIVEN else "")
+    _row(table, "invocations (cold starts)", f"{stats.invocations} ({stats.cold_starts})")
+    _row(table, "crashes injected", stats.crashes_injected, "> 0", stats.crashes_injected > 0)
+    _row(table, "records reported failed by the function", stats.records_reported_failed)
+    _row(table, "function errors not injected", len(stats.unexpected_errors), "0", not stats.unexpected_errors)
+    _row(table, "wall time of the run", f"{run.wall_seconds:.1f} s")
+    _row(table, "set-up (server, bootstrap, deploy, read back)", f"{sum(timings.values()):.1f} s")
+    console.print(table)
+
+    skipped = ", ".join(deployed["skipped"]) or "none"
+    console.print(
+        Panel(
+            Group(
+                f"endpoint   {deployed['endpoint']}",
+                f"stack      {deployed['stack']}",
+                f"function   {deployed['function']}",
+                f"mapping    {deployed['mapping']}",
+                f"[yellow]moto's CloudFormation skipped these resource types[/]: {skipped}",
+                "Metrics are summed from the function's EMF log lines; crashed invocations emit none.",
+            ),
+            title="deployed",
+            title_align="left",
+        )
+    )
+    if run.result.violations:
+        console.print(
+            Panel("\n".join(run.result.violations), title="[bold red]invariants violated[/]", border_style="red")
+        )
+    else:
+        console.print("[bold green]All invariants hold.[/]")
