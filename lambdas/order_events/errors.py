@@ -78,3 +78,7 @@ class DeadLetterSendError(TransientError):
 
 class OutOfTimeError(TransientError):
     """Too little invocation time was left to start the record; SQS redelivers it."""
+
+
+class OrderSendError(OrderPipelineError):
+    """SQS did not accept an order message from the producer (after the client's own retries)."""

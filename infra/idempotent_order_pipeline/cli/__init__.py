@@ -1,0 +1,21 @@
+"""``order-pipeline``: the operator CLI of a deployed pipeline (also ``python -m idempotent_order_pipeline.cli``).
+
+Every command finds its resources in the stack's outputs (``QueueUrl``, ``DeadLetterQueueUrl``,
+``ProcessedEventsTableName``, ``OrderRecordsTableName``, ``FunctionName``), so an operator names
+only the stack (``--stack``, and ``--endpoint-url`` for the local sandbox):
+
+* ``send FILE|-``       JSON lines of orders -> the queue, through the producer client;
+* ``inspect EVENT_ID``  (or ``--order ORDER_ID``) the state record, the order row, whether notified;
+* ``dlq list``          the parked messages with their ``error_code``, without consuming them;
+* ``redrive``           the DLQ back to the queue (StartMessageMoveTask, else receive-send-delete);
+* ``pending``           state records stuck in ``pending`` (``--resend`` re-enqueues their orders).
+
+Modules: :mod:`.aws` (clients, stack outputs), :mod:`.dead_letters` (peek and redrive),
+:mod:`.records` (the two tables), :mod:`.errors`, :mod:`.render` (timestamps, exact JSON) and
+:mod:`.commands` (the click commands). The operations are plain functions over boto3 clients, so
+they are usable and testable without the command line. Needs the ``ops`` extra (click).
+"""
+
+from idempotent_order_pipeline.cli.commands import cli, main
+
+__all__ = ["cli", "main"]

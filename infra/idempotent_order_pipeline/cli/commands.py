@@ -1,0 +1,547 @@
+"""The click commands: parse options, call the operations, print results.
+
+Exit codes: 0 done; 1 failed or incomplete (an AWS error, a missing stack or output, orders not
+sent, messages not moved, records not resent); 2 usage error; 3 ``inspect`` found nothing.
+Results go to stdout (``--json``: one JSON object per line, numbers exact), progress and problems
+to stderr.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import IO, Any, ParamSpec, TypeVar, cast
+
+import click
+from botocore.exceptions import BotoCoreError, ClientError
+
+from idempotent_order_pipeline.cli.aws import (
+    DEAD_LETTER_QUEUE_URL,
+    DEFAULT_STACK,
+    ORDER_RECORDS_TABLE,
+    PROCESSED_EVENTS_TABLE,
+    QUEUE_URL,
+    STACK_ENVIRONMENT_VARIABLE,
+    AwsClients,
+    Stack,
+    approximate_depth,
+    queue_arn,
+)
+from idempotent_order_pipeline.cli.dead_letters import (
+    DEFAULT_PEEK_LIMIT,
+    DEFAULT_WAIT_SECONDS,
+    MAX_RECEIVES,
+    RedriveReport,
+    peek,
+    redrive_loop,
+    start_move_task,
+    wait_for_move_task,
+)
+from idempotent_order_pipeline.cli.errors import MoveTaskUnsupportedError, OperationsError
+from idempotent_order_pipeline.cli.records import (
+    DEFAULT_PENDING_AGE,
+    find_pending,
+    get,
+    inspect_records,
+    order_from_row,
+)
+from idempotent_order_pipeline.cli.render import age, short, timestamp, to_json
+from order_events.errors import PermanentError
+from order_events.keys import parse_identity_fields
+from order_events.message import parse_body
+from order_events.producer import MAX_BATCH_ENTRIES, OrderPublisher, PreparedOrder
+
+EXIT_NOT_FOUND = 3
+#: Default of ``redrive --timeout``: how long to watch a message move task.
+DEFAULT_MOVE_TASK_TIMEOUT = "15m"
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+@dataclass
+class Operator:
+    """What every command gets: the stack, the clients, the identity fields."""
+
+    stack: Stack
+    clients: AwsClients
+    explicit_identity_fields: tuple[str, ...] | None = None
+    _identity: tuple[tuple[str, ...], str] | None = field(default=None, repr=False)
+
+    def identity_fields(self) -> tuple[tuple[str, ...], str]:
+        """``--identity-fields``, else the consumer function's ``IDENTITY_FIELDS``, else the default."""
+        if self.explicit_identity_fields is not None:
+            return self.explicit_identity_fields, "--identity-fields"
+        if self._identity is None:
+            self._identity = self.stack.identity_fields()
+        return self._identity
+
+    def publisher(self) -> OrderPublisher:
+        return OrderPublisher(
+            self.stack.output(QUEUE_URL), identity_fields=self.identity_fields()[0], client=self.clients.sqs
+        )
+
+
+def _reported(command: Callable[P, R]) -> Callable[P, R]:
+    """Turn the errors that end a command into one line on stderr and exit code 1."""
+
+    @functools.wraps(command)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return command(*args, **kwargs)
+        except OperationsError as exc:
+            raise click.ClickException(str(exc)) from exc
+        except ClientError as exc:
+            error = exc.response.get("Error", {})
+            raise click.ClickException(
+                f"{exc.operation_name} failed: {error.get('Code')}: {error.get('Message')}"
+            ) from exc
+        except BotoCoreError as exc:
+            raise click.ClickException(str(exc)) from exc
+
+    return wrapper
+
+
+_DURATION_PART = re.compile(r"(\d+)([smhd])")
+_DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def _seconds(ctx: click.Context, param: click.Parameter, value: str) -> int:
+    """Parse ``90s``, ``15m``, ``2h``, ``1d``, ``1h30m`` or plain seconds."""
+    text = value.strip().lower()
+    if text.isdigit():
+        return int(text)
+    parts = _DURATION_PART.findall(text)
+    if not parts or "".join(number + unit for number, unit in parts) != text:
+        raise click.BadParameter(f"{value!r} is not a duration such as 90s, 15m, 2h, 1d or 1h30m")
+    return sum(int(number) * _DURATION_UNITS[unit] for number, unit in parts)
+
+
+def _operator(ctx: click.Context) -> Operator:
+    return cast(Operator, ctx.find_object(Operator))
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
+@click.option(
+    "--stack",
+    envvar=STACK_ENVIRONMENT_VARIABLE,
+    default=DEFAULT_STACK,
+    show_default=True,
+    help=f"The pipeline's CloudFormation stack (or ${STACK_ENVIRONMENT_VARIABLE}).",
+)
+@click.option("--endpoint-url", help="AWS endpoint, e.g. the sandbox's http://localhost:PORT (or $AWS_ENDPOINT_URL).")
+@click.option("--region", help="AWS region (default: the environment's).")
+@click.option("--profile", help="AWS profile (default: the environment's).")
+@click.option(
+    "--identity-fields",
+    help="Comma-separated fields hashed into the key of an order without event_id "
+    "(default: the consumer function's IDENTITY_FIELDS, else order_id).",
+)
+@click.pass_context
+def cli(
+    ctx: click.Context,
+    stack: str,
+    endpoint_url: str | None,
+    region: str | None,
+    profile: str | None,
+    identity_fields: str | None,
+) -> None:
+    """Operate an idempotent order pipeline: send orders, follow one, empty the DLQ safely."""
+    # Tests (and embedding programs) may hand in their clients as the context object.
+    clients = (
+        ctx.obj
+        if isinstance(ctx.obj, AwsClients)
+        else AwsClients(endpoint_url=endpoint_url, region=region, profile=profile)
+    )
+    try:
+        explicit = parse_identity_fields(identity_fields) if identity_fields else None
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--identity-fields") from exc
+    ctx.obj = Operator(stack=Stack(stack, clients), clients=clients, explicit_identity_fields=explicit)
+
+
+# --- send --------------------------------------------------------------------------------------------
+
+
+@cli.command()
+@click.argument("source", type=click.File("r", encoding="utf-8"), metavar="FILE|-")
+@click.option(
+    "--on-invalid",
+    type=click.Choice(["fail", "skip"]),
+    default="fail",
+    show_default=True,
+    help="fail: send nothing when a line is invalid; skip: send the valid lines, report the others.",
+)
+@click.option("--json", "as_json", is_flag=True, help="One JSON result per input line on stdout.")
+@click.pass_context
+@_reported
+def send(ctx: click.Context, source: IO[str], on_invalid: str, as_json: bool) -> None:
+    """Send orders, one JSON object per line, to the pipeline's queue.
+
+    Each order carries its idempotency key (its own event_id, else one derived from the identity
+    fields) in the body and as the idempotency_key attribute, so sending a file twice records
+    every order once. Every line is checked against the consumer's contract first.
+    """
+    operator = _operator(ctx)
+    publisher = operator.publisher()
+    fields, fields_source = operator.identity_fields()
+    lines = [(number, line) for number, line in enumerate(source, start=1) if line.strip()]
+    prepared: list[tuple[int, PreparedOrder]] = []
+    invalid: list[tuple[int, str]] = []
+    for number, line in lines:
+        try:
+            prepared.append((number, publisher.prepare(parse_body(line))))
+        except PermanentError as exc:
+            invalid.append((number, f"{exc.error_code}: {exc}"))
+    for number, reason in invalid:
+        click.echo(f"line {number}: invalid: {reason}", err=True)
+        if as_json:
+            click.echo(to_json({"line": number, "sent": False, "error": reason}))
+    if invalid and on_invalid == "fail":
+        raise click.ClickException(
+            f"{len(invalid)} invalid line(s) of {len(lines)}; nothing sent (--on-invalid skip sends the valid ones)"
+        )
+
+    failed = 0
+    with click.progressbar(length=len(prepared), label="sending", file=sys.stderr) as bar:
+        for start in range(0, len(prepared), MAX_BATCH_ENTRIES):
+            chunk = prepared[start : start + MAX_BATCH_ENTRIES]
+            results = publisher.send_prepared([order for _, order in chunk])
+            for (number, order), result in zip(chunk, results, strict=True):
+                if not result.ok:
+                    failed += 1
+                    click.echo(f"line {number}: order {order.order_id}: not sent: {result.error}", err=True)
+                if as_json:
+                    click.echo(
+                        to_json(
+                            {
+                                "line": number,
+                                "sent": result.ok,
+                                "order_id": order.order_id,
+                                "event_id": order.event_id,
+                                "message_id": result.message_id,
+                                "error": result.error,
+                            }
+                        )
+                    )
+            bar.update(len(chunk))
+    click.echo(
+        f"sent {len(prepared) - failed} of {len(lines)} order(s) to {publisher.queue_url} "
+        f"({len(invalid)} invalid, {failed} failed; identity fields {','.join(fields)} from {fields_source})",
+        err=as_json,
+    )
+    if failed:
+        raise click.ClickException(f"{failed} order(s) not sent; sending the same lines again is safe")
+
+
+# --- inspect ---------------------------------------------------------------------------------------
+
+
+@cli.command()
+@click.argument("event_id", required=False)
+@click.option("--order", "order_id", help="Look up by order id instead of event id.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object.")
+@click.pass_context
+@_reported
+def inspect(ctx: click.Context, event_id: str | None, order_id: str | None, as_json: bool) -> None:
+    """What happened to an event (or an order): state record, order row, whether notified.
+
+    Exits with 3 when neither table knows it.
+    """
+    if (event_id is None) == (order_id is None):
+        raise click.UsageError("give an EVENT_ID or --order ORDER_ID (one of them)")
+    operator = _operator(ctx)
+    result = inspect_records(
+        operator.clients.dynamodb,
+        operator.stack.output(PROCESSED_EVENTS_TABLE),
+        operator.stack.output(ORDER_RECORDS_TABLE),
+        event_id=event_id,
+        order_id=order_id,
+    )
+    if as_json:
+        click.echo(to_json(result.as_dict()))
+    else:
+        notified = {True: "yes (status sent)", False: "no (status pending)", None: "unknown (no state record)"}
+        click.echo(f"event_id   {result.event_id or event_id or '-'}")
+        click.echo(f"order_id   {result.order_id or order_id or '-'}")
+        click.echo(f"notified   {notified[result.notified]}")
+        if result.state is not None:
+            state = result.state
+            click.echo(
+                f"state      {state.get('status')}: created {timestamp(state.get('created_at'))}, "
+                f"sent {timestamp(state.get('sent_at')) or '-'}, expires {timestamp(state.get('ttl'))}"
+            )
+        else:
+            click.echo("state      -")
+        if result.order_row is not None:
+            click.echo("order row")
+            for name in sorted(result.order_row):
+                click.echo(f"  {name}: {to_json(result.order_row[name])}")
+        else:
+            click.echo("order row  -")
+        for finding in result.findings:
+            click.echo(f"note: {finding}")
+    if not result.found:
+        ctx.exit(EXIT_NOT_FOUND)
+
+
+# --- the dead-letter queue -------------------------------------------------------------------------
+
+
+@cli.group()
+def dlq() -> None:
+    """The dead-letter queue: parked and repeatedly failing messages."""
+
+
+@dlq.command("list")
+@click.option("--max-messages", type=click.IntRange(min=1), default=DEFAULT_PEEK_LIMIT, show_default=True)
+@click.option(
+    "--error-code",
+    "error_codes",
+    multiple=True,
+    help=f"Only this code (repeatable); {MAX_RECEIVES} = moved by the queue after maxReceiveCount.",
+)
+@click.option("--event-id", help="Only the messages of this event.")
+@click.option("--order-id", help="Only the messages of this order.")
+@click.option("--body", "with_body", is_flag=True, help="Include body and attributes (with --json).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per message.")
+@click.option("--wait-seconds", type=click.IntRange(0, 20), default=DEFAULT_WAIT_SECONDS, show_default=True)
+@click.pass_context
+@_reported
+def dlq_list(
+    ctx: click.Context,
+    max_messages: int,
+    error_codes: tuple[str, ...],
+    event_id: str | None,
+    order_id: str | None,
+    with_body: bool,
+    as_json: bool,
+    wait_seconds: int,
+) -> None:
+    """List DLQ messages with their error_code, leaving them in the queue."""
+    operator = _operator(ctx)
+    url = operator.stack.output(DEAD_LETTER_QUEUE_URL)
+    letters = peek(
+        operator.clients.sqs,
+        url,
+        max_messages=max_messages,
+        wait_seconds=wait_seconds,
+        identity_fields=operator.identity_fields()[0],
+    )
+    wanted = {code.upper() for code in error_codes}
+    shown = [
+        letter
+        for letter in letters
+        if (not wanted or letter.error_code in wanted)
+        and (event_id is None or letter.event_id == event_id)
+        and (order_id is None or letter.order_id == order_id)
+    ]
+    if as_json:
+        for letter in shown:
+            click.echo(to_json(letter.summary(with_body=with_body)))
+    else:
+        click.echo(f"{'ERROR_CODE':<22}{'ORDER_ID':<20}{'EVENT_ID':<18}{'SENT':<22}{'RECV':<6}ERROR_MESSAGE")
+        for letter in shown:
+            click.echo(
+                f"{letter.error_code:<22}{short(letter.order_id, 18):<20}{short(letter.event_id, 16):<18}"
+                f"{letter.sent_at or '-':<22}{letter.receive_count:<6}{short(letter.error_message, 80)}"
+            )
+    counts = ", ".join(f"{n} {code}" for code, n in sorted(Counter(x.error_code for x in shown).items()))
+    depth = approximate_depth(operator.clients.sqs, url)
+    click.echo(
+        f"{len(shown)} shown of {len(letters)} read (~{depth} in the queue): {counts or 'none'}; all left in the queue",
+        err=True,
+    )
+
+
+@cli.command()
+@click.option(
+    "--method",
+    type=click.Choice(["auto", "move-task", "loop"]),
+    default="auto",
+    show_default=True,
+    help="move-task: SQS StartMessageMoveTask; loop: receive-send-delete from here; auto: move-task if available.",
+)
+@click.option(
+    "--error-code",
+    "error_codes",
+    multiple=True,
+    help=f"Only messages with this code (repeatable; {MAX_RECEIVES}: moved by the queue). Uses the loop.",
+)
+@click.option("--max-messages", type=click.IntRange(min=1), help="Move at most this many. Uses the loop.")
+@click.option("--rate", type=click.IntRange(1, 500), help="Messages per second (move task only).")
+@click.option("--wait/--no-wait", default=True, show_default=True, help="Wait until a move task ends.")
+@click.option(
+    "--timeout", default=DEFAULT_MOVE_TASK_TIMEOUT, show_default=True, callback=_seconds, help="Wait at most."
+)
+@click.option("--wait-seconds", type=click.IntRange(0, 20), default=DEFAULT_WAIT_SECONDS, show_default=True)
+@click.pass_context
+@_reported
+def redrive(
+    ctx: click.Context,
+    method: str,
+    error_codes: tuple[str, ...],
+    max_messages: int | None,
+    rate: int | None,
+    wait: bool,
+    timeout: int,
+    wait_seconds: int,
+) -> None:
+    """Move DLQ messages back to the pipeline's queue; each leaves the DLQ only once it was sent.
+
+    Safe to run at any time: the consumer skips an order already recorded, publishes and marks
+    one left 'pending', and parks a message that fails again. The loop returns messages as the
+    producer sent them (reason attributes removed); a move task moves them as they are.
+    """
+    operator = _operator(ctx)
+    sqs = operator.clients.sqs
+    dlq_url = operator.stack.output(DEAD_LETTER_QUEUE_URL)
+    queue_url = operator.stack.output(QUEUE_URL)
+    if error_codes or max_messages is not None:
+        if method == "move-task":
+            raise click.UsageError("--error-code and --max-messages need the loop (a move task moves everything)")
+        method = "loop"
+    report: RedriveReport | None = None
+    if method != "loop":
+        report = _start_move_task(sqs, dlq_url, queue_url, rate=rate, required=method == "move-task")
+        if report is not None and wait:
+            wait_for_move_task(
+                sqs,
+                queue_arn(sqs, dlq_url),
+                report,
+                timeout_seconds=timeout,
+                on_progress=lambda moved, total: click.echo(f"  moved {moved} of {total or '?'}", err=True),
+            )
+    if report is None:
+        depth = max_messages or approximate_depth(sqs, dlq_url)
+        with click.progressbar(length=depth, label="redriving", file=sys.stderr) as bar:
+            done = [0]
+
+            def progress(moved: int) -> None:
+                bar.update(moved - done[0])
+                done[0] = moved
+
+            report = redrive_loop(
+                sqs,
+                dlq_url,
+                queue_url,
+                error_codes=error_codes,
+                max_messages=max_messages,
+                wait_seconds=wait_seconds,
+                identity_fields=operator.identity_fields()[0],
+                on_moved=progress,
+            )
+    _print_redrive(report, queue_url)
+    if report.task_status == "RUNNING" and not wait:
+        return
+    if not report.complete:
+        raise click.ClickException(
+            "redrive incomplete: "
+            + (f"task {report.task_status}" if report.task_handle else f"{len(report.failed)} message(s) not moved")
+            + "; what was not moved is still in the DLQ"
+        )
+
+
+def _start_move_task(
+    sqs: Any, dlq_url: str, queue_url: str, *, rate: int | None, required: bool
+) -> RedriveReport | None:
+    try:
+        handle = start_move_task(sqs, queue_arn(sqs, dlq_url), queue_arn(sqs, queue_url), rate)
+    except MoveTaskUnsupportedError as exc:
+        if required:
+            raise click.ClickException(f"this endpoint lacks StartMessageMoveTask ({exc}); use --method loop") from exc
+        click.echo("StartMessageMoveTask is not available here: moving with receive-send-delete", err=True)
+        return None
+    click.echo(f"started message move task {handle}", err=True)
+    return RedriveReport(method="move-task", task_handle=handle, task_status="RUNNING")
+
+
+def _print_redrive(report: RedriveReport, queue_url: str) -> None:
+    by_code = ", ".join(f"{n} {code}" for code, n in sorted(report.moved_by_code.items()))
+    line = f"redrive ({report.method}): moved {report.moved} message(s) to {queue_url}"
+    if by_code:
+        line += f" [{by_code}]"
+    if report.skipped:
+        line += f"; left {report.skipped} not selected"
+    if report.task_handle:
+        line += f"; task {report.task_status}"
+        if report.task_failure:
+            line += f": {report.task_failure}"
+    click.echo(line)
+    for message_id in report.not_deleted:
+        click.echo(
+            f"  {message_id}: sent but not deleted from the DLQ; a later redrive sends it again (harmless)", err=True
+        )
+    for message_id, reason in report.failed:
+        click.echo(f"  {message_id}: stays in the DLQ: {reason}", err=True)
+
+
+# --- pending -----------------------------------------------------------------------------------------
+
+
+@cli.command()
+@click.option("--older-than", default=DEFAULT_PENDING_AGE, show_default=True, callback=_seconds, help="Minimum age.")
+@click.option("--limit", type=click.IntRange(min=1), help="At most this many, oldest first.")
+@click.option("--resend", is_flag=True, help="Re-enqueue each order, rebuilt from its row, so that it gets published.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per record.")
+@click.pass_context
+@_reported
+def pending(ctx: click.Context, older_than: int, limit: int | None, resend: bool, as_json: bool) -> None:
+    """State records stuck in 'pending': recorded, notification never confirmed.
+
+    Any redelivery of the message publishes and marks them (redrive the DLQ first). When no copy is
+    left - it expired in the DLQ - --resend rebuilds each order from its row and sends it with the
+    same event_id: the consumer finds the pending record with the same payload, publishes it and
+    marks it sent, and the row is not written again.
+    """
+    operator = _operator(ctx)
+    now = time.time()
+    records = find_pending(
+        operator.clients.dynamodb,
+        operator.stack.output(PROCESSED_EVENTS_TABLE),
+        older_than_seconds=older_than,
+        now=now,
+        limit=limit,
+    )
+    publisher = operator.publisher() if resend and records else None
+    orders_table = operator.stack.output(ORDER_RECORDS_TABLE) if publisher is not None else ""
+    resent = problems = 0
+    for record in records:
+        outcome: dict[str, Any] = {}
+        if publisher is not None:
+            try:
+                order = order_from_row(
+                    record, get(operator.clients.dynamodb, orders_table, "order_id", record.order_id)
+                )
+                [result] = publisher.send_batch([order])
+                if not result.ok:
+                    raise OperationsError(result.error or "not sent")
+                resent += 1
+                outcome = {"resent": True, "message_id": result.message_id}
+            except OperationsError as exc:
+                problems += 1
+                outcome = {"resent": False, "error": str(exc)}
+        if as_json:
+            click.echo(to_json({**record.as_dict(now), **outcome}))
+        else:
+            line = (
+                f"{record.event_id}  order {record.order_id}  pending since {timestamp(record.created_at)} "
+                f"({age(now - record.created_at)})"
+            )
+            if outcome:
+                line += "  -> resent" if outcome["resent"] else f"  -> NOT resent: {outcome['error']}"
+            click.echo(line)
+    hint = f"; resent {resent}" if resend else "; redrive the DLQ, or re-enqueue them with --resend"
+    click.echo(f"{len(records)} record(s) pending for more than {age(older_than)}{hint if records else ''}", err=True)
+    if problems:
+        raise click.ClickException(f"{problems} pending record(s) not resent (see above)")
+
+
+def main() -> None:
+    """The ``order-pipeline`` console script."""
+    cli(prog_name="order-pipeline")

@@ -1,0 +1,67 @@
+"""How values are shown: UTC timestamps, ages, exact JSON (DynamoDB numbers stay exact)."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from boto3.dynamodb.types import Binary, TypeDeserializer
+
+from order_events.keys import canonical_json
+
+_deserializer = TypeDeserializer()
+
+
+def timestamp(epoch_seconds: Any) -> str | None:
+    """``2026-11-30T09:15:00Z`` for epoch seconds (int, float, Decimal or text); None for None."""
+    if epoch_seconds is None:
+        return None
+    return datetime.fromtimestamp(float(epoch_seconds), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def age(seconds: float) -> str:
+    """A short human duration: ``45s``, ``17m``, ``3h05m``, ``4d``."""
+    whole = int(seconds)
+    if whole < 120:
+        return f"{whole}s"
+    if whole < 7200:
+        return f"{whole // 60}m"
+    if whole < 172800:
+        return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
+    return f"{whole // 86400}d"
+
+
+def short(value: str | None, width: int) -> str:
+    """``value`` cut to ``width`` characters with an ellipsis; ``-`` for nothing."""
+    if not value:
+        return "-"
+    return value if len(value) <= width else value[: width - 1] + "…"
+
+
+def plain(value: Any) -> Any:
+    """A deserialized DynamoDB value with sets and binaries made JSON-friendly (numbers stay Decimal)."""
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    if isinstance(value, set | frozenset):
+        return sorted((plain(v) for v in value), key=str)
+    if isinstance(value, Binary):
+        value = getattr(value, "value", b"")  # Binary.value: not in the type stubs
+    if isinstance(value, bytes | bytearray):
+        return base64.b64encode(value).decode()
+    return value
+
+
+def item(raw: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A DynamoDB item (attribute values) as plain values; None for no item."""
+    if not raw:
+        return None
+    return {name: plain(_deserializer.deserialize(value)) for name, value in raw.items()}
+
+
+def to_json(value: Any) -> str:
+    """One line of JSON, keys sorted, numbers written exactly (Decimal included)."""
+    return canonical_json(plain(value))
