@@ -31,6 +31,8 @@ def configure(clients: Clients | None = None, environ: Mapping[str, str] | None 
     """
     global _pipeline
     with _lock:
+        if _pipeline is not None:
+            _pipeline.close()
         _pipeline = None if clients is None else build_pipeline(Settings.from_env(environ), clients)
 
 

@@ -141,6 +141,10 @@ class OrderPipeline:
         self._min_remaining_ms = min_remaining_ms
         self._executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="order")
 
+    def close(self) -> None:
+        """Stop the worker threads (a container never needs this; tests that build many pipelines do)."""
+        self._executor.shutdown(wait=True)
+
     # --- one record -----------------------------------------------------------------------------
 
     def process_record(self, record: SqsRecord, remaining_ms: RemainingTime | None = None) -> RecordResult:

@@ -62,18 +62,22 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return result
 
 
-def _nested_deeper_than(order: Mapping[str, Any], limit: int) -> bool:
-    """Whether any attribute nests maps and lists more than ``limit`` levels (the item is level 0)."""
-    stack: list[tuple[Any, int]] = [(value, 1) for value in order.values()]
+def _check_structure(order: Mapping[str, Any]) -> None:
+    """Reject nesting deeper than DynamoDB allows and empty names (attribute or map key) at any level."""
+    stack: list[tuple[Any, int]] = [(order, 0)]
     while stack:
         value, level = stack.pop()
-        children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else None
-        if children is None:
+        if isinstance(value, dict):
+            if "" in value:
+                raise InvalidMessageError("body has a field with an empty name; DynamoDB names need 1 character")
+            children = value.values()
+        elif isinstance(value, list):
+            children = value
+        else:
             continue
-        if level > limit:
-            return True
+        if level > MAX_NESTING_DEPTH:
+            raise InvalidMessageError(f"body is nested deeper than DynamoDB's {MAX_NESTING_DEPTH} levels")
         stack.extend((child, level + 1) for child in children)
-    return False
 
 
 def parse_body(body: str) -> dict[str, Any]:
@@ -165,8 +169,7 @@ def parse_order_message(
         )
     if PAYLOAD_SHA256_FIELD in order:
         raise InvalidMessageError(f"body field {PAYLOAD_SHA256_FIELD!r} is reserved for the pipeline")
-    if _nested_deeper_than(order, MAX_NESTING_DEPTH):
-        raise InvalidMessageError(f"body is nested deeper than DynamoDB's {MAX_NESTING_DEPTH} levels")
+    _check_structure(order)
 
     event_id = resolve_event_id(order, string_attribute(attributes or {}, IDEMPOTENCY_KEY_ATTRIBUTE), identity_fields)
     fingerprint = payload_sha256(order)

@@ -179,7 +179,7 @@ def seed(world: World, order: dict[str, Any], *, status: str, event_id: str | No
     event_id = event_id or derive_event_id(order)
     fingerprint = payload_sha256(order)
     world.dynamodb.put_item(
-        TableName="processed-events",
+        TableName=world.events_table,
         Item={
             "event_id": {"S": event_id},
             "status": {"S": status},
@@ -190,7 +190,7 @@ def seed(world: World, order: dict[str, Any], *, status: str, event_id: str | No
         },
     )
     world.dynamodb.put_item(
-        TableName="order-records",
+        TableName=world.orders_table,
         Item={
             "order_id": {"S": order["order_id"]},
             "event_id": {"S": event_id},
@@ -202,20 +202,27 @@ def seed(world: World, order: dict[str, Any], *, status: str, event_id: str | No
 
 @dataclass
 class World:
-    """The tables, topic and queues of one test, inside ``mock_aws``, and the handler wired to them."""
+    """The tables, topic and queues of one test, inside ``mock_aws``, and the handler wired to them.
+
+    ``aws`` reuses boto3 clients across worlds (client creation is the slow part of a world);
+    ``prefix`` keeps the resources of worlds that share one moto backend apart.
+    """
 
     fifo: bool = False
     identity_fields: str | None = None
     env: dict[str, str] = field(default_factory=dict)
     board: FaultBoard = field(default_factory=FaultBoard)
     notifications: list[dict[str, Any]] = field(default_factory=list)
+    aws: Clients | None = None
+    prefix: str = ""
 
     def __post_init__(self) -> None:
-        self.dynamodb = boto3.client("dynamodb")
-        self.sqs = boto3.client("sqs")
-        self.sns = boto3.client("sns")
+        aws = self.aws or Clients(dynamodb=boto3.client("dynamodb"), sns=boto3.client("sns"), sqs=boto3.client("sqs"))
+        self.dynamodb, self.sqs, self.sns = aws.dynamodb, aws.sqs, aws.sns
         suffix = ".fifo" if self.fifo else ""
-        for table, key in (("processed-events", "event_id"), ("order-records", "order_id")):
+        self.events_table = self.prefix + "processed-events"
+        self.orders_table = self.prefix + "order-records"
+        for table, key in ((self.events_table, "event_id"), (self.orders_table, "order_id")):
             self.dynamodb.create_table(
                 TableName=table,
                 KeySchema=[{"AttributeName": key, "KeyType": "HASH"}],
@@ -223,19 +230,23 @@ class World:
                 BillingMode="PAY_PER_REQUEST",
             )
         queue_attributes = {"FifoQueue": "true"} if self.fifo else {}
-        self.dlq_url = self.sqs.create_queue(QueueName="orders-dlq" + suffix, Attributes=queue_attributes)["QueueUrl"]
+        self.dlq_url = self.sqs.create_queue(
+            QueueName=self.prefix + "orders-dlq" + suffix, Attributes=queue_attributes
+        )["QueueUrl"]
         topic_attributes = {"FifoTopic": "true"} if self.fifo else {}
-        self.topic_arn = self.sns.create_topic(Name="orders" + suffix, Attributes=topic_attributes)["TopicArn"]
-        self.subscriber_url = self.sqs.create_queue(QueueName="subscriber" + suffix, Attributes=queue_attributes)[
-            "QueueUrl"
+        self.topic_arn = self.sns.create_topic(Name=self.prefix + "orders" + suffix, Attributes=topic_attributes)[
+            "TopicArn"
         ]
+        self.subscriber_url = self.sqs.create_queue(
+            QueueName=self.prefix + "subscriber" + suffix, Attributes=queue_attributes
+        )["QueueUrl"]
         subscriber_arn = self.sqs.get_queue_attributes(QueueUrl=self.subscriber_url, AttributeNames=["QueueArn"])[
             "Attributes"
         ]["QueueArn"]
         self.sns.subscribe(TopicArn=self.topic_arn, Protocol="sqs", Endpoint=subscriber_arn)
         self.env = {
-            "PROCESSED_EVENTS_TABLE": "processed-events",
-            "ORDER_RECORDS_TABLE": "order-records",
+            "PROCESSED_EVENTS_TABLE": self.events_table,
+            "ORDER_RECORDS_TABLE": self.orders_table,
             "TOPIC_ARN": self.topic_arn,
             "DEAD_LETTER_QUEUE_URL": self.dlq_url,
             "RECORD_TTL_SECONDS": "2592000",
@@ -276,14 +287,14 @@ class World:
     # --- reading the world -----------------------------------------------------------------------
 
     def _scan(self, table: str) -> list[dict[str, Any]]:
-        items = self.dynamodb.scan(TableName=table, ConsistentRead=True)["Items"]
+        items = self.dynamodb.scan(TableName=table, ConsistentRead=True)["Items"]  # one page: tests stay small
         return [plain(item) for item in items]
 
     def order_rows(self) -> dict[str, dict[str, Any]]:
-        return {row["order_id"]: row for row in self._scan("order-records")}
+        return {row["order_id"]: row for row in self._scan(self.orders_table)}
 
     def event_records(self) -> dict[str, dict[str, Any]]:
-        return {record["event_id"]: record for record in self._scan("processed-events")}
+        return {record["event_id"]: record for record in self._scan(self.events_table)}
 
     def _drain(self, queue_url: str) -> list[dict[str, Any]]:
         messages: list[dict[str, Any]] = []

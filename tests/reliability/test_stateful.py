@@ -1,0 +1,365 @@
+"""Property-based chaos: producers, consumers, faults and SQS semantics interleaved by hypothesis.
+
+The state machine models the SQS queue (visibility, ApproximateReceiveCount, a redrive policy
+moving a message to the DLQ after MAX_RECEIVES receives) and drives the real handler, in process,
+on moto. Faults are armed at the AWS client boundary (crash before a call or after it succeeded,
+transient cancellations, an SNS outage). After every step the invariants that must hold at all times
+are checked; at the end the queue is drained with faults disarmed and the final ones are checked.
+
+Budget: HYPOTHESIS_PROFILE=ci (the default, in ``make test``) or ``reliability`` (``make reliability``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import boto3
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
+from moto import mock_aws
+
+from order_consumer import handler as handler_module
+from order_consumer.config import Settings
+from order_consumer.runtime import Clients, build_pipeline
+from order_events.keys import payload_sha256, resolve_event_id
+from order_events.message import parse_body
+from tests.consumer.harness import ArmedFault, Crash, World, cancelled, client_error, sqs_record
+
+MAX_RECEIVES = 4
+MAX_BATCH = 10
+
+settings.register_profile(
+    "ci",
+    max_examples=200,
+    stateful_step_count=20,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile(
+    "reliability",
+    max_examples=10_000,
+    stateful_step_count=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci")
+
+INVALID_BODIES = ["not json", "[]", "{}", '{"order_id": ""}', '{"order_id": "x", "n": NaN}', '{"order_id": 1}']
+
+_ids = itertools.count()
+
+
+@dataclass
+class Message:
+    """One message the producer sent, as the model tracks it."""
+
+    record: dict[str, Any]
+    valid: bool
+    event_id: str | None = None
+    order_id: str | None = None
+    sha: str | None = None
+    receives: int = 0
+    in_flight: bool = False
+    acknowledged: bool = False
+    redriven: bool = False
+
+
+@dataclass
+class Stats:
+    """Totals across all examples, printed by ``make reliability``."""
+
+    examples: int = 0
+    steps: int = 0
+    messages: int = 0
+    crashes: int = 0
+    faults: Counter[str] = field(default_factory=Counter)
+    redriven: int = 0
+
+
+STATS = Stats()
+
+
+def describe(body: str, key: str | None) -> tuple[str, str, str] | None:
+    """(event_id, order_id, payload sha) for a valid message, None for an invalid one."""
+    try:
+        order = parse_body(body)
+        if not isinstance(order.get("order_id"), str) or not order["order_id"]:
+            return None
+        return resolve_event_id(order, key), order["order_id"], payload_sha256(order)
+    except Exception:
+        return None
+
+
+_shared: dict[str, Clients] = {}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def shared_moto() -> Iterator[None]:
+    """One moto backend and one set of boto3 clients for all examples (each example has its own resources)."""
+    with mock_aws():
+        _shared["aws"] = Clients(dynamodb=boto3.client("dynamodb"), sns=boto3.client("sns"), sqs=boto3.client("sqs"))
+        yield
+    _shared.clear()
+
+
+def fault_strategy() -> st.SearchStrategy[ArmedFault | None]:
+    crash = st.builds(
+        lambda k, after: ArmedFault(Crash("chaos"), at=k, after_success=after), st.integers(1, 12), st.booleans()
+    )
+    cancellation = st.builds(
+        lambda code, times: ArmedFault(cancelled(code, "None"), "transact_write_items", times=times),
+        st.sampled_from(["TransactionConflict", "ThrottlingError"]),
+        st.integers(1, 3),
+    )
+    sns_outage = st.builds(
+        lambda times: ArmedFault(client_error("Publish", "InternalError"), "publish", times=times), st.integers(1, 6)
+    )
+    return st.one_of(st.none(), crash, cancellation, sns_outage)
+
+
+def fault_name(fault: ArmedFault) -> str:
+    if isinstance(fault.error, Crash):
+        return "crash-after-success" if fault.after_success else "crash-before-call"
+    if fault.operation == "publish":
+        return "sns-outage"
+    return str(getattr(fault.error, "response", {}).get("CancellationReasons", [{}])[0].get("Code"))
+
+
+class OrderPipelineMachine(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        STATS.examples += 1
+        self.world = World(aws=_shared["aws"], prefix=f"x{STATS.examples}-")
+        self.other = build_pipeline(Settings.from_env(self.world.env), self.world.clients)
+        self.messages: list[Message] = []
+
+    def teardown(self) -> None:
+        try:
+            self.drain_and_check()
+        finally:
+            handler_module.configure()
+            self.other.close()
+
+    # --- producers -------------------------------------------------------------------------------
+
+    def _send(self, body: str, key: str | None = None) -> None:
+        record = sqs_record(body, key=key)
+        described = describe(body, key)
+        message = Message(record=record, valid=described is not None)
+        if described:
+            message.event_id, message.order_id, message.sha = described
+        self.messages.append(message)
+        STATS.messages += 1
+
+    @initialize(n=st.integers(1, 4))
+    def seed_orders(self, n: int) -> None:
+        for _ in range(n):
+            self.send_new(amount=1, use_attribute=False)
+
+    @rule(amount=st.integers(0, 3), use_attribute=st.booleans())
+    def send_new(self, amount: int, use_attribute: bool) -> None:
+        number = next(_ids)
+        order = {"order_id": f"o-{number}", "amount": amount}
+        if use_attribute:
+            self._send(json.dumps(order), key=f"evt-{number}")
+        else:
+            self._send(json.dumps({**order, "event_id": f"evt-{number}"}))
+
+    @precondition(lambda self: bool(self.messages))
+    @rule(data=st.data())
+    def resend(self, data: st.DataObject) -> None:
+        """The producer re-sends a message: new message id, same body and key."""
+        original = data.draw(st.sampled_from(self.messages))
+        key = original.record["messageAttributes"].get("idempotency_key", {}).get("stringValue")
+        self._send(original.record["body"], key=key)
+
+    @precondition(lambda self: any(m.valid for m in self.messages))
+    @rule(data=st.data(), same_event=st.booleans())
+    def send_conflicting(self, data: st.DataObject, same_event: bool) -> None:
+        """Same key with another payload, or the same order under a new key with another payload."""
+        original = data.draw(st.sampled_from([m for m in self.messages if m.valid]))
+        event_id = original.event_id if same_event else f"evt-{next(_ids)}"
+        self._send(json.dumps({"order_id": original.order_id, "event_id": event_id, "amount": 100 + next(_ids)}))
+
+    @rule(body=st.sampled_from(INVALID_BODIES))
+    def send_invalid(self, body: str) -> None:
+        self._send(body)
+
+    # --- SQS and consumers -----------------------------------------------------------------------
+
+    def _receive(self, size: int) -> list[Message]:
+        batch: list[Message] = []
+        for message in self.messages:
+            if len(batch) == size:
+                break
+            if message.acknowledged or message.redriven or message.in_flight:
+                continue
+            if message.receives >= MAX_RECEIVES:  # SQS's redrive policy moves it to the DLQ
+                message.redriven = True
+                STATS.redriven += 1
+                continue
+            message.receives += 1
+            message.in_flight = True
+            message.record["attributes"]["ApproximateReceiveCount"] = str(message.receives)
+            batch.append(message)
+        return batch
+
+    def _settle(self, batch: list[Message], failed: set[str]) -> None:
+        for message in batch:
+            if message.record["messageId"] not in failed:
+                message.acknowledged = True  # deleted from the queue
+
+    def _invoke(self, batch: list[Message]) -> None:
+        try:
+            response = self.world.invoke([m.record for m in batch])
+        except Crash:
+            STATS.crashes += 1
+            return  # the invocation died: the whole batch reappears after the visibility timeout
+        self._settle(batch, self.world.failures(response))
+
+    def _arm(self, fault: ArmedFault | None) -> None:
+        if fault is not None:
+            self.world.board.arm(fault)
+            STATS.faults[fault_name(fault)] += 1
+
+    @rule(size=st.integers(1, MAX_BATCH), fault=fault_strategy())
+    def consume(self, size: int, fault: ArmedFault | None) -> None:
+        """A consumer receives a batch, with a fault armed somewhere in its AWS calls (or none)."""
+        self._arm(fault)
+        batch = self._receive(size)
+        if batch:
+            self._invoke(batch)
+            STATS.steps += 1
+        self.check_invariants_now()
+
+    @rule(size=st.integers(1, MAX_BATCH), fault=fault_strategy())
+    def consume_twice_concurrently(self, size: int, fault: ArmedFault | None) -> None:
+        """Two consumers get the same batch (a visibility timeout expired mid-flight) and race."""
+        self._arm(fault)
+        batch = self._receive(size)
+        if not batch:
+            return
+        STATS.steps += 1
+        outcome: dict[str, Any] = {}
+
+        def second() -> None:
+            try:
+                outcome["results"] = self.other.process_batch([m.record for m in batch])
+            except Crash:
+                outcome["crashed"] = True
+
+        thread = threading.Thread(target=second)
+        thread.start()
+        self._invoke(batch)
+        thread.join()
+        if "results" in outcome:
+            self._settle(batch, {r.message_id for r in outcome["results"] if r.failed})
+        self.check_invariants_now()
+
+    @rule()
+    def visibility_timeout_expires(self) -> None:
+        for message in self.messages:
+            message.in_flight = False
+
+    # --- invariants (checked after every consumer step: producer steps do not touch AWS) ----------
+
+    def check_invariants_now(self) -> None:
+        self.recorded_events_own_their_rows_and_sent_ones_were_published()
+        self.every_row_has_a_state_record()
+
+    def recorded_events_own_their_rows_and_sent_ones_were_published(self) -> None:
+        rows = self.world.order_rows()
+        notified = self.world.notified_events()
+        for event_id, record in self.world.event_records().items():
+            # the transaction wrote both: the row of its order is this event's, with its payload
+            row = rows[record["order_id"]]
+            assert row["event_id"] == event_id, (event_id, row)
+            assert row["payload_sha256"] == record["payload_sha256"]
+            # never marked sent before the notification was accepted
+            if record["status"] == "sent":
+                assert notified[event_id] >= 1, event_id
+
+    def every_row_has_a_state_record(self) -> None:
+        records = self.world.event_records()
+        for order_id, row in self.world.order_rows().items():
+            assert row["event_id"] in records, order_id  # no TTL expiry in this model
+
+    # --- the end -----------------------------------------------------------------------------------
+
+    def drain_and_check(self) -> None:
+        self.world.board.disarm()
+        for _ in range(3 * MAX_RECEIVES + 10):
+            self.visibility_timeout_expires()
+            batch = self._receive(MAX_BATCH)
+            if not batch and all(m.acknowledged or m.redriven for m in self.messages):
+                break
+            if batch:
+                self._invoke(batch)
+        assert all(m.acknowledged or m.redriven for m in self.messages), "queue did not drain"
+
+        records = self.world.event_records()
+        rows = self.world.order_rows()
+        notified = self.world.notified_events()
+        parked: dict[str, list[str]] = {}
+        for dead in self.world.dead_letters():
+            attributes = dead["MessageAttributes"]
+            parked.setdefault(attributes["source_message_id"]["StringValue"], []).append(
+                attributes["error_code"]["StringValue"]
+            )
+        for message in self.messages:
+            message_id = message.record["messageId"]
+            if message.redriven and message_id not in parked:
+                continue  # moved to the DLQ by the queue's redrive policy: not lost
+            if not message.valid:
+                assert set(parked.get(message_id, [])) == {"INVALID_MESSAGE"}, message_id
+                continue
+            record = records.get(message.event_id or "")
+            row = rows.get(message.order_id or "")
+            holds_my_payload = (
+                record["payload_sha256"] == message.sha
+                if record
+                else bool(row) and row["payload_sha256"] == message.sha
+            )
+            if message_id in parked:
+                # parked only as a conflict, and only when the recorded content differs
+                assert set(parked[message_id]) == {"IDEMPOTENCY_CONFLICT"}, (message_id, parked[message_id])
+                assert not holds_my_payload, message_id
+                continue
+            # acknowledged: its content is what is recorded, and it was notified once sent
+            assert message.acknowledged, message_id
+            assert holds_my_payload, message_id
+            if record:
+                assert record["status"] == "sent", message.event_id
+                assert notified[message.event_id or ""] >= 1, message.event_id
+        # every recorded event (accepted) has exactly its own row and >= 1 notification
+        for event_id, record in records.items():
+            assert rows[record["order_id"]]["event_id"] == event_id
+            if record["status"] == "pending":
+                # possible only if every message of the event was redriven before it was published
+                assert all(m.redriven for m in self.messages if m.event_id == event_id), event_id
+            else:
+                assert notified[event_id] >= 1
+
+
+OrderPipelineMachine.TestCase.settings = settings.get_profile(PROFILE)
+TestOrderPipeline = OrderPipelineMachine.TestCase
+
+
+def test_zz_report_figures() -> None:
+    """Print what the stateful run tried (read by ``make reliability``); asserts it ran."""
+    if STATS.examples:
+        print(
+            f"\nRELIABILITY stateful: {STATS.examples} examples, {STATS.steps} consume steps, "
+            f"{STATS.messages} messages, {STATS.crashes} crashes, faults {dict(STATS.faults)}, "
+            f"{STATS.redriven} redriven, violations 0"
+        )
+    assert STATS.examples > 0 or "TestOrderPipeline" not in os.environ.get("PYTEST_CURRENT_TEST", "x")
