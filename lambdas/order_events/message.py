@@ -9,7 +9,7 @@ Everything that breaks the contract raises :class:`~order_events.errors.InvalidM
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal, DecimalException
 from typing import Any
@@ -67,6 +67,7 @@ def _check_structure(order: Mapping[str, Any]) -> None:
     stack: list[tuple[Any, int]] = [(order, 0)]
     while stack:
         value, level = stack.pop()
+        children: Iterable[Any]
         if isinstance(value, dict):
             if "" in value:
                 raise InvalidMessageError("body has a field with an empty name; DynamoDB names need 1 character")
@@ -177,5 +178,7 @@ def parse_order_message(
     item = _to_item(row)
     size = item_size(item)
     if size > MAX_ITEM_BYTES:
-        raise ItemTooLargeError(f"the order row would be {size} bytes; DynamoDB allows 400 KB ({MAX_ITEM_BYTES} bytes) per item")
+        raise ItemTooLargeError(
+            f"the order row would be {size} bytes; DynamoDB allows 400 KB ({MAX_ITEM_BYTES} bytes) per item"
+        )
     return OrderMessage(event_id=event_id, order_id=order_id, payload_sha256=fingerprint, order_item=item)
