@@ -262,9 +262,8 @@ class IdempotentOrderPipeline(Construct):
                 point_in_time_recovery_enabled=True
             ),
             time_to_live_attribute=time_to_live_attribute,
-            encryption=(
-                aws_dynamodb.TableEncryption.DEFAULT if key is None else aws_dynamodb.TableEncryption.CUSTOMER_MANAGED
-            ),
+            # Without a key: no SSESpecification, i.e. DynamoDB's AWS owned key (tables are always encrypted).
+            encryption=None if key is None else aws_dynamodb.TableEncryption.CUSTOMER_MANAGED,
             encryption_key=key,
             removal_policy=props.removal_policy,
             deletion_protection=props.removal_policy == RemovalPolicy.RETAIN,

