@@ -93,8 +93,8 @@ class IdempotentOrderPipeline(Construct):
         Default: ``order_events.keys.DEFAULT_IDENTITY_FIELDS``, i.e. ('order_id',).
     :param service_name: ``POWERTOOLS_SERVICE_NAME``, the logs' service and the outcome metrics'
         ``service`` dimension, which the alarms filter on. Default: None (the stack name and this
-        construct's id, e.g. ``dev-OrderPipeline-Pipeline``: unique per deployment, so two stages
-        in one account never trip each other's alarms).
+        construct's path in the stack, e.g. ``dev-OrderPipeline-Pipeline``: unique per deployment,
+        so two stages in one account never trip each other's alarms).
     :param metrics_namespace: ``POWERTOOLS_METRICS_NAMESPACE``. Default: 'IdempotentOrderPipeline'.
     :param encryption_key: a customer managed KMS key for the queues, topic and tables. Default:
         None (SQS-managed SSE on the queues, the AWS managed ``alias/aws/sns`` key on the topic,
@@ -170,7 +170,7 @@ class IdempotentOrderPipeline(Construct):
             Annotations.of(self).add_warning_v2(f"{WARNING_PREFIX}:{warning_id}", message)
 
         self._props = props
-        self._service_name = service_name or f"{Stack.of(self).stack_name}-{construct_id}"
+        self._service_name = service_name or self._default_service_name()
 
         self.dead_letter_queue: aws_sqs.Queue = self._create_dead_letter_queue()
         """Messages that failed ``max_receive_count`` times, and permanent failures parked by the handler."""
@@ -208,6 +208,12 @@ class IdempotentOrderPipeline(Construct):
         """Every alarm, by role (``dead_letter_queue_not_empty``, ``conflicts``, ...)."""
         self.dashboard: aws_cloudwatch.Dashboard = monitoring.create_dashboard(self, resources, self.alarms)
         """Queue, function, handler outcomes and tables on one CloudWatch dashboard."""
+
+    def _default_service_name(self) -> str:
+        """The stack name and this construct's path inside the stack: unique per account and region."""
+        stack = Stack.of(self)
+        inside_stack = self.node.path.removeprefix(f"{stack.node.path}/")
+        return "-".join([stack.stack_name, *inside_stack.split("/")])
 
     # ---- resources -------------------------------------------------------------------------------
 

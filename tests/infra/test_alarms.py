@@ -241,3 +241,15 @@ def test_outcome_metrics_are_the_ones_the_handler_emits() -> None:
     # THEN they are the same names, and each has a metric_* method
     assert set(OUTCOME_METRICS) == set(HANDLER_METRICS)
     assert set(METRIC_METHODS.values()) == set(OUTCOME_METRICS)
+
+
+def test_default_service_name_is_the_stack_name_and_the_path_in_the_stack(fresh_stack: cdk.Stack) -> None:
+    # GIVEN two pipelines with the same id under different parents of one stack
+    from constructs import Construct
+
+    sales = IdempotentOrderPipeline(Construct(fresh_stack, "Sales"), "Orders")
+    returns = IdempotentOrderPipeline(Construct(fresh_stack, "Returns"), "Orders")
+    # WHEN their metrics' service dimensions are read
+    # THEN each is distinct, so one pipeline's alarms never count the other's outcomes
+    assert sales.metric_conflicts().dimensions == {"service": "TestStack-Sales-Orders"}
+    assert returns.metric_conflicts().dimensions == {"service": "TestStack-Returns-Orders"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -9,7 +10,7 @@ import aws_cdk as cdk
 import pytest
 
 import app as cdk_app
-from tests.infra.synth import Synthesized, SynthesizedApp, logical_id, resources_of_type, synth_app
+from tests.infra.synth import REPO, Synthesized, SynthesizedApp, logical_id, resources_of_type, synth_app
 
 # Logical ids of the stateful resources. A refactor that changes one makes CloudFormation replace
 # the resource: an empty table, lost messages. Change them only with a migration plan.
@@ -162,3 +163,20 @@ def test_bad_context_fails_the_synth_with_its_key(context: dict[str, Any], messa
     # THEN it fails naming the key, the value and what is allowed
     with pytest.raises(ValueError, match=message):
         cdk_app.build_app(context)
+
+
+def test_readme_example_synthesizes(tmp_path: Path) -> None:
+    # GIVEN the Python example of the README's "Using the construct" section
+    readme = (REPO / "README.md").read_text()
+    section = readme.split("## Using the construct", 1)[1]
+    example = section.split("```python\n", 1)[1].split("```", 1)[0]
+    assert example.count("cdk.App()") == 1
+    # WHEN it runs (writing its cloud assembly to a temporary directory)
+    example = example.replace("cdk.App()", f"cdk.App(outdir={str(tmp_path)!r})")
+    exec(compile(example, "README.md", "exec"), {})  # noqa: S102  (our own README)
+    # THEN it synthesized the pipeline, the producer's grant and the subscription
+    template = json.loads((tmp_path / "Shop.template.json").read_text())
+    types = [resource["Type"] for resource in template["Resources"].values()]
+    assert types.count("AWS::Lambda::Function") == 1
+    assert types.count("AWS::SNS::Subscription") == 1
+    assert types.count("AWS::DynamoDB::Table") == 2
