@@ -36,6 +36,25 @@ def lambda_attribute(value: Mapping[str, Any]) -> dict[str, Any]:
     return {"dataType": value["DataType"], "stringValue": value["StringValue"]}
 
 
+def lambda_record(message: Mapping[str, Any], queue_arn: str) -> dict[str, Any]:
+    """A received SQS message in the Lambda event shape."""
+    system = message.get("Attributes", {})
+    attributes = {"ApproximateReceiveCount": system.get("ApproximateReceiveCount", "1")}
+    if "MessageGroupId" in system:
+        attributes["MessageGroupId"] = system["MessageGroupId"]
+    return {
+        "messageId": message["MessageId"],
+        "receiptHandle": message["ReceiptHandle"],
+        "body": message["Body"],
+        "attributes": attributes,
+        "messageAttributes": {
+            name: lambda_attribute(value) for name, value in message.get("MessageAttributes", {}).items()
+        },
+        "eventSource": "aws:sqs",
+        "eventSourceARN": queue_arn,
+    }
+
+
 @dataclass
 class OpsWorld(World):
     """The consumer's world plus the source queue, created by a stack whose outputs name everything."""
@@ -115,30 +134,27 @@ class OpsWorld(World):
             )
         return len(messages)
 
-    def lambda_records(self, queue_url: str | None = None) -> list[dict[str, Any]]:
-        """Take every message of the source queue as the SQS event source would hand it to the handler."""
+    def lambda_records(self, queue_url: str | None = None, *, delete: bool = True) -> list[dict[str, Any]]:
+        """Take the queue's messages as the SQS event source hands them to the handler.
+
+        ``delete=False`` leaves them in the queue, in flight, as a delivery does before the handler answers.
+        """
         queue_url = queue_url or self.queue_url
         arn = self.queue_arn(queue_url)
-        records = []
-        for message in self.receive_all(queue_url):
-            system = message.get("Attributes", {})
-            attributes = {"ApproximateReceiveCount": system.get("ApproximateReceiveCount", "1")}
-            if "MessageGroupId" in system:
-                attributes["MessageGroupId"] = system["MessageGroupId"]
-            records.append(
-                {
-                    "messageId": message["MessageId"],
-                    "receiptHandle": message["ReceiptHandle"],
-                    "body": message["Body"],
-                    "attributes": attributes,
-                    "messageAttributes": {
-                        name: lambda_attribute(value) for name, value in message.get("MessageAttributes", {}).items()
-                    },
-                    "eventSource": "aws:sqs",
-                    "eventSourceARN": arn,
-                }
-            )
-        return records
+        return [lambda_record(message, arn) for message in self.receive_all(queue_url, delete=delete)]
+
+    def fail_until_dead_lettered(self) -> None:
+        """Deliver the source queue's messages (to a consumer set up to fail) until SQS moves them to the DLQ."""
+        for _ in range(MAX_RECEIVE_COUNT):
+            records = self.lambda_records(delete=False)
+            assert records, "the messages left the queue too early"
+            assert self.failures(self.invoke(records)) == {record["messageId"] for record in records}
+            for record in records:  # their visibility timeout runs out: visible again
+                self.sqs.change_message_visibility(
+                    QueueUrl=self.queue_url, ReceiptHandle=record["receiptHandle"], VisibilityTimeout=0
+                )
+        # The next receive finds them over maxReceiveCount: SQS's redrive policy moves them to the DLQ.
+        assert self.receive_all(self.queue_url, delete=False) == []
 
     def consume(self) -> int:
         """Run the handler over everything in the source queue until it is all acknowledged."""

@@ -1,0 +1,309 @@
+"""``order-pipeline redrive``: the DLQ back to the queue, nothing lost, nothing recorded twice."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from idempotent_order_pipeline.cli import dead_letters
+from idempotent_order_pipeline.cli.dead_letters import RedriveReport, wait_for_move_task
+from order_events.keys import derive_event_id
+from order_events.producer import OrderPublisher
+from tests.consumer.harness import ArmedFault, FaultBoard, GuardedClient, client_error
+from tests.ops.conftest import FakeSleep, OpsWorld, PartialBatchSqs
+
+ORDERS = [{"order_id": f"o-{i}", "amount": i + 0.5} for i in range(3)]
+
+
+def test_redrive_of_pending_records_publishes_them_once_without_writing_rows_again(ops: OpsWorld) -> None:
+    # GIVEN orders recorded while SNS was down: their records stay pending, every delivery fails,
+    # and after maxReceiveCount receives SQS moves the messages to the DLQ
+    OrderPublisher(ops.queue_url, client=ops.sqs).send_batch(ORDERS)
+    ops.board.arm(ArmedFault(client_error("Publish", "InternalError"), operation="publish"))
+    ops.fail_until_dead_lettered()
+    event_ids = {derive_event_id(order) for order in ORDERS}
+    assert {e: r["status"] for e, r in ops.event_records().items()} == dict.fromkeys(event_ids, "pending")
+    rows_before = ops.order_rows()
+    assert ops.visible_count(ops.dlq_url) == 3
+    # WHEN SNS is back and the DLQ is redriven (moto lacks StartMessageMoveTask: the loop runs)
+    ops.board.disarm()
+    result = ops.run("redrive", "--wait-seconds", "0")
+    # THEN all three went back to the queue and the DLQ is empty
+    assert result.exit_code == 0, result.output
+    assert "StartMessageMoveTask is not available here" in result.stderr
+    assert "redrive (loop): moved 3 message(s)" in result.stdout
+    assert "[3 MAX_RECEIVES]" in result.stdout
+    assert ops.visible_count(ops.dlq_url) == 0
+    # AND once consumed, each event is published and marked sent
+    assert ops.consume() == 3
+    assert {e: r["status"] for e, r in ops.event_records().items()} == dict.fromkeys(event_ids, "sent")
+    assert ops.notified_events() == dict.fromkeys(event_ids, 1)
+    # AND no row was written again or duplicated
+    assert ops.order_rows() == rows_before
+    assert ops.dead_letters() == []
+
+
+def test_the_loop_returns_parked_messages_as_the_producer_sent_them(ops: OpsWorld) -> None:
+    # GIVEN a message with 8 attributes (idempotency_key among them) that the consumer parked: the
+    # originals do not fit beside the 3 reason attributes, so they were packed into one
+    attributes = {f"trace{i}": {"DataType": "String", "StringValue": f"t{i}"} for i in range(7)}
+    attributes["idempotency_key"] = {"DataType": "String", "StringValue": "evt-x"}
+    ops.sqs.send_message(QueueUrl=ops.queue_url, MessageBody='{"order_id": ""}', MessageAttributes=attributes)
+    ops.consume()
+    [parked] = ops.receive_all(ops.dlq_url, delete=False)
+    assert {"error_code", "original_attributes"} <= set(parked["MessageAttributes"])
+    ops.sqs.change_message_visibility(QueueUrl=ops.dlq_url, ReceiptHandle=parked["ReceiptHandle"], VisibilityTimeout=0)
+    # WHEN it is redriven with the loop
+    result = ops.run("redrive", "--method", "loop", "--wait-seconds", "0")
+    assert result.exit_code == 0, result.output
+    # THEN it is back in the queue with its body and its original attributes, without the reason
+    [back] = ops.receive_all(ops.queue_url)
+    assert back["Body"] == '{"order_id": ""}'
+    assert back["MessageAttributes"] == attributes
+
+
+def test_error_code_selects_what_moves_and_the_rest_stays_visible(ops: OpsWorld) -> None:
+    # GIVEN a parked invalid message and two moved by the queue
+    ops.sqs.send_message(QueueUrl=ops.queue_url, MessageBody="not json")
+    ops.consume()
+    ops.dead_letter({"order_id": "o-1"})
+    ops.dead_letter({"order_id": "o-2"})
+    # WHEN only MAX_RECEIVES messages are redriven
+    result = ops.run("redrive", "--error-code", "MAX_RECEIVES", "--wait-seconds", "0")
+    # THEN those two moved, the invalid one stays and is visible at once
+    assert result.exit_code == 0, result.output
+    assert "moved 2 message(s)" in result.stdout
+    assert "left 1 not selected" in result.stdout
+    assert sorted(json.loads(m["Body"])["order_id"] for m in ops.receive_all(ops.queue_url)) == ["o-1", "o-2"]
+    [left] = ops.receive_all(ops.dlq_url)
+    assert left["MessageAttributes"]["error_code"]["StringValue"] == "INVALID_MESSAGE"
+
+
+def test_a_message_whose_send_fails_stays_in_the_dlq(ops: OpsWorld) -> None:
+    # GIVEN three dead letters, and SQS refuses the copy of the second
+    for order in ORDERS:
+        ops.dead_letter(order)
+    sqs = PartialBatchSqs(ops.sqs, lambda call, entry: ("InvalidParameterValue", True) if entry["Id"] == "1" else None)
+    # WHEN the DLQ is redriven
+    result = ops.run("redrive", "--method", "loop", "--wait-seconds", "0", sqs=sqs)
+    # THEN the command reports it incomplete
+    assert result.exit_code == 1
+    assert "moved 2 message(s)" in result.stdout
+    assert "stays in the DLQ: InvalidParameterValue" in result.stderr
+    # AND nothing was lost: two in the queue, the refused one still in the DLQ (visible)
+    moved = [json.loads(m["Body"])["order_id"] for m in ops.receive_all(ops.queue_url)]
+    left = [json.loads(m["Body"])["order_id"] for m in ops.receive_all(ops.dlq_url)]
+    assert len(moved) == 2
+    assert sorted(moved + left) == ["o-0", "o-1", "o-2"]
+
+
+def test_a_failed_delete_leaves_a_copy_that_a_later_redrive_sends_again_harmlessly(
+    ops: OpsWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN a dead letter, and DeleteMessageBatch fails once (the copy is already sent)
+    monkeypatch.setattr(dead_letters, "HOLD_SECONDS", 0)  # so that the failed one is visible again at once
+    ops.dead_letter(ORDERS[0])
+    board = FaultBoard()
+    board.arm(
+        ArmedFault(client_error("DeleteMessageBatch", "InternalError"), operation="delete_message_batch", times=1)
+    )
+    # WHEN it is redriven, THEN the command says the copy is sent but the original stays
+    result = ops.run("redrive", "--method", "loop", "--wait-seconds", "0", sqs=GuardedClient(ops.sqs, board))
+    assert result.exit_code == 0, result.output
+    assert "sent but not deleted from the DLQ" in result.stderr
+    # WHEN it is redriven again, THEN the DLQ is empty and the queue holds two copies
+    assert ops.run("redrive", "--method", "loop", "--wait-seconds", "0").exit_code == 0
+    assert ops.visible_count(ops.dlq_url) == 0
+    # AND the consumer records the order once (both copies in one batch may both publish: at least once)
+    assert ops.consume() == 2
+    assert list(ops.order_rows()) == ["o-0"]
+    assert set(ops.notified_events()) == {derive_event_id(ORDERS[0])}
+    assert ops.event_records()[derive_event_id(ORDERS[0])]["status"] == "sent"
+
+
+class MoveTaskSqs:
+    """An SQS client with StartMessageMoveTask: it moves everything at once, as SQS would in the background."""
+
+    def __init__(self, client: Any, status: str = "COMPLETED", failure: str | None = None) -> None:
+        self._client = client
+        self._status = status
+        self._failure = failure
+        self.started: list[dict[str, Any]] = []
+        self._moved = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    def _url(self, arn: str) -> str:
+        return str(self._client.get_queue_url(QueueName=arn.rsplit(":", 1)[1])["QueueUrl"])
+
+    def start_message_move_task(self, **kwargs: Any) -> dict[str, Any]:
+        self.started.append(kwargs)
+        source, destination = self._url(kwargs["SourceArn"]), self._url(kwargs["DestinationArn"])
+        while messages := self._client.receive_message(
+            QueueUrl=source, MaxNumberOfMessages=10, MessageAttributeNames=["All"]
+        ).get("Messages", []):
+            for message in messages:
+                self._client.send_message(
+                    QueueUrl=destination,
+                    MessageBody=message["Body"],
+                    MessageAttributes=message.get("MessageAttributes", {}),
+                )
+                self._client.delete_message(QueueUrl=source, ReceiptHandle=message["ReceiptHandle"])
+                self._moved += 1
+        return {"TaskHandle": "task-1"}
+
+    def list_message_move_tasks(self, **kwargs: Any) -> dict[str, Any]:
+        task = {
+            "TaskHandle": "task-1",
+            "Status": self._status,
+            "SourceArn": kwargs["SourceArn"],
+            "ApproximateNumberOfMessagesMoved": self._moved,
+            "ApproximateNumberOfMessagesToMove": self._moved,
+        }
+        if self._failure:
+            task["FailureReason"] = self._failure
+        return {"Results": [task]}
+
+
+def test_where_sqs_has_message_move_tasks_redrive_uses_one(ops: OpsWorld) -> None:
+    # GIVEN two dead letters and an endpoint with StartMessageMoveTask
+    for order in ORDERS[:2]:
+        ops.dead_letter(order)
+    sqs = MoveTaskSqs(ops.sqs)
+    # WHEN the DLQ is redriven
+    result = ops.run("redrive", "--rate", "50", sqs=sqs)
+    # THEN one task moved them from the DLQ to the pipeline's queue (named explicitly)
+    assert result.exit_code == 0, result.output
+    assert sqs.started == [
+        {
+            "SourceArn": ops.queue_arn(ops.dlq_url),
+            "DestinationArn": ops.queue_arn(ops.queue_url),
+            "MaxNumberOfMessagesPerSecond": 50,
+        }
+    ]
+    assert "redrive (move-task): moved 2 message(s)" in result.stdout
+    assert "task COMPLETED" in result.stdout
+    assert ops.visible_count(ops.dlq_url) == 0
+    assert ops.consume() == 2
+
+
+def test_a_failed_move_task_fails_the_command(ops: OpsWorld) -> None:
+    ops.dead_letter(ORDERS[0])
+    result = ops.run("redrive", sqs=MoveTaskSqs(ops.sqs, status="FAILED", failure="AccessDenied on destination"))
+    assert result.exit_code == 1
+    assert "task FAILED: AccessDenied on destination" in result.stdout
+    assert "redrive incomplete" in result.stderr
+
+
+def test_move_task_demanded_where_the_endpoint_lacks_it(ops: OpsWorld) -> None:
+    # GIVEN moto, which lacks StartMessageMoveTask, WHEN --method move-task is demanded
+    ops.dead_letter(ORDERS[0])
+    result = ops.run("redrive", "--method", "move-task")
+    # THEN it fails, says why and what to use, and the message stays
+    assert result.exit_code == 1
+    assert "lacks StartMessageMoveTask" in result.stderr
+    assert "--method loop" in result.stderr
+    assert ops.visible_count(ops.dlq_url) == 1
+
+
+def test_selection_options_need_the_loop(ops: OpsWorld) -> None:
+    result = ops.run("redrive", "--method", "move-task", "--error-code", "MAX_RECEIVES")
+    assert result.exit_code == 2
+    assert "need the loop" in result.stderr
+
+
+def test_waiting_for_a_move_task_polls_until_it_ends() -> None:
+    # GIVEN a task that runs for two polls and then completes
+    statuses = iter(["RUNNING", "RUNNING", "COMPLETED"])
+
+    class Sqs:
+        def list_message_move_tasks(self, **kwargs: Any) -> dict[str, Any]:
+            status = next(statuses)
+            moved = {"RUNNING": 4, "COMPLETED": 9}[status]
+            return {"Results": [{"TaskHandle": "t", "Status": status, "ApproximateNumberOfMessagesMoved": moved}]}
+
+    sleep, progress = FakeSleep(), []
+    # WHEN waited for
+    report = wait_for_move_task(
+        Sqs(),  # type: ignore[arg-type]
+        "arn:dlq",
+        RedriveReport(method="move-task", task_handle="t"),
+        timeout_seconds=60,
+        sleep=sleep,
+        on_progress=lambda moved, total: progress.append(moved),
+    )
+    # THEN it polled three times with a pause between, and reports the end state
+    assert (report.task_status, report.moved, report.complete) == ("COMPLETED", 9, True)
+    assert progress == [4, 4, 9]
+    assert sleep.delays == [2.0, 2.0]
+
+
+class DeduplicatingSqs:
+    """SQS's FIFO deduplication window, which moto lacks once a message has left the queue.
+
+    Within five minutes SQS accepts a second message with a deduplication id it has seen and drops
+    it silently. moto only compares with messages still in the queue, so this proxy remembers.
+    """
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self._seen: set[tuple[str, str]] = set()
+        self.dropped = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    def _first(self, queue_url: str, entry: Mapping[str, Any]) -> bool:
+        key = (queue_url, str(entry.get("MessageDeduplicationId")))
+        if key in self._seen:
+            self.dropped += 1
+            return False
+        self._seen.add(key)
+        return True
+
+    def send_message(self, **kwargs: Any) -> dict[str, Any]:
+        if not self._first(kwargs["QueueUrl"], kwargs):
+            return {"MessageId": "dropped-as-duplicate"}
+        return dict(self._client.send_message(**kwargs))
+
+    def send_message_batch(self, *, QueueUrl: str, Entries: list[dict[str, Any]]) -> dict[str, Any]:
+        fresh = [entry for entry in Entries if self._first(QueueUrl, entry)]
+        dropped = [{"Id": e["Id"], "MessageId": "dropped-as-duplicate"} for e in Entries if e not in fresh]
+        response = dict(self._client.send_message_batch(QueueUrl=QueueUrl, Entries=fresh)) if fresh else {}
+        return {"Successful": [*response.get("Successful", []), *dropped], "Failed": response.get("Failed", [])}
+
+
+def test_fifo_redrive_keeps_the_group_and_is_not_dropped_as_a_duplicate(make_ops_world: Any) -> None:
+    # GIVEN a FIFO pipeline where an order just sent (deduplication id = its event id) failed until
+    # SQS moved it to the DLQ, all within SQS's five-minute deduplication window
+    ops: OpsWorld = make_ops_world(fifo=True)
+    sqs = DeduplicatingSqs(ops.sqs)
+    OrderPublisher(ops.queue_url, client=sqs).send(ORDERS[0])  # type: ignore[arg-type]
+    ops.board.arm(
+        ArmedFault(client_error("TransactWriteItems", "InternalServerError"), operation="transact_write_items")
+    )
+    ops.fail_until_dead_lettered()
+    ops.board.disarm()
+    # WHEN the DLQ is redriven at once
+    result = ops.run("redrive", "--wait-seconds", "0", sqs=sqs)
+    assert result.exit_code == 0, result.output
+    # THEN SQS did not drop the copy: it is in the queue, in the order's group
+    assert sqs.dropped == 0
+    [message] = ops.receive_all(ops.queue_url, delete=False)
+    assert message["Attributes"]["MessageGroupId"] == "o-0"
+    ops.sqs.change_message_visibility(
+        QueueUrl=ops.queue_url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0
+    )
+    # AND the consumer records it
+    assert ops.consume() == 1
+    assert ops.event_records()[derive_event_id(ORDERS[0])]["status"] == "sent"
+
+
+def test_an_empty_dlq_moves_nothing(ops: OpsWorld) -> None:
+    result = ops.run("redrive", "--method", "loop", "--wait-seconds", "0")
+    assert result.exit_code == 0
+    assert "moved 0 message(s)" in result.stdout
