@@ -143,8 +143,8 @@ def test_account_and_region_from_context_pin_the_stage() -> None:
     [
         ({"env": "staging"}, r"-c env='staging': allowed \['dev', 'prod'\]"),
         (
-            {"environments": {"dev": {"removal_policy": "snapshot"}}},
-            r"environments\.dev\.removal_policy='snapshot': allowed \['destroy', 'retain'\]",
+            {"environments": {"dev": {"removal_policy": "keep"}}},
+            r"environments\.dev\.removal_policy='keep': allowed \['destroy', 'retain'\]",
         ),
         (
             {"environments": {"dev": {"removal_policy": "destroy", "regoin": "eu-west-1"}}},
