@@ -74,3 +74,32 @@ def test_an_empty_dlq(ops: OpsWorld) -> None:
     result = ops.run("dlq", "list", "--wait-seconds", "0")
     assert result.exit_code == 0
     assert "0 shown of 0 read" in result.stderr
+
+
+def test_drop_deletes_only_the_selected_messages_and_prints_them(ops: OpsWorld) -> None:
+    # GIVEN three dead letters
+    park_three_kinds(ops)
+    # WHEN the invalid ones are dropped (confirmed at the prompt)
+    result = ops.run("dlq", "drop", "--error-code", "INVALID_MESSAGE", "--wait-seconds", "0", input="y\n")
+    # THEN that message is printed as a record, with its body, and is gone; the others are visible
+    assert result.exit_code == 0, result.output
+    [dropped] = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    assert (dropped["error_code"], dropped["body"]) == ("INVALID_MESSAGE", "not json")
+    assert "dropped 1 message(s)" in result.stderr
+    left = ops.run("dlq", "list", "--json", "--wait-seconds", "0").stdout.splitlines()
+    assert sorted(json.loads(line)["error_code"] for line in left) == ["IDEMPOTENCY_CONFLICT", "MAX_RECEIVES"]
+
+
+def test_drop_asks_first_and_needs_a_selection(ops: OpsWorld) -> None:
+    # GIVEN dead letters
+    park_three_kinds(ops)
+    # WHEN the prompt is declined, THEN nothing is deleted
+    declined = ops.run("dlq", "drop", "--all", "--wait-seconds", "0", input="n\n")
+    assert declined.exit_code == 1
+    assert ops.visible_count(ops.dlq_url) == 3
+    # AND without a selection or --all, or with both, it is a usage error
+    assert ops.run("dlq", "drop", "--yes").exit_code == 2
+    assert ops.run("dlq", "drop", "--yes", "--all", "--order-id", "o-1").exit_code == 2
+    # AND --all --yes empties it
+    assert ops.run("dlq", "drop", "--all", "--yes", "--wait-seconds", "0").exit_code == 0
+    assert ops.visible_count(ops.dlq_url) == 0

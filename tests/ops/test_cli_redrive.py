@@ -213,7 +213,7 @@ def test_move_task_demanded_where_the_endpoint_lacks_it(ops: OpsWorld) -> None:
 def test_selection_options_need_the_loop(ops: OpsWorld) -> None:
     result = ops.run("redrive", "--method", "move-task", "--error-code", "MAX_RECEIVES")
     assert result.exit_code == 2
-    assert "need the loop" in result.stderr
+    assert "needs the loop" in result.stderr
 
 
 def test_waiting_for_a_move_task_polls_until_it_ends() -> None:
@@ -307,3 +307,26 @@ def test_an_empty_dlq_moves_nothing(ops: OpsWorld) -> None:
     result = ops.run("redrive", "--method", "loop", "--wait-seconds", "0")
     assert result.exit_code == 0
     assert "moved 0 message(s)" in result.stdout
+
+
+def test_redrive_one_order_after_its_cause_was_fixed(ops: OpsWorld) -> None:
+    # GIVEN a conflict parked in the DLQ: the stored order differs from a redelivered one
+    publisher = OrderPublisher(ops.queue_url, client=ops.sqs)
+    publisher.send({"order_id": "o-1", "amount": 5})
+    ops.consume()
+    publisher.send({"order_id": "o-1", "amount": 6})
+    ops.consume()
+    ops.dead_letter({"order_id": "o-2"})
+    # AND the operator decided the new content is right and removed the old row and record
+    event_id = derive_event_id({"order_id": "o-1"})
+    ops.dynamodb.delete_item(TableName="order-records", Key={"order_id": {"S": "o-1"}})
+    ops.dynamodb.delete_item(TableName="processed-events", Key={"event_id": {"S": event_id}})
+    # WHEN only that order's message is redriven and consumed
+    result = ops.run("redrive", "--order-id", "o-1", "--wait-seconds", "0")
+    assert result.exit_code == 0, result.output
+    assert "[1 IDEMPOTENCY_CONFLICT]" in result.stdout
+    ops.consume()
+    # THEN the order holds the new content, and the other dead letter is untouched
+    assert ops.order_rows()["o-1"]["amount"] == 6
+    assert ops.event_records()[event_id]["status"] == "sent"
+    assert [json.loads(m["Body"])["order_id"] for m in ops.receive_all(ops.dlq_url)] == ["o-2"]

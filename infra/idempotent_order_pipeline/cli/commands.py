@@ -37,6 +37,8 @@ from idempotent_order_pipeline.cli.dead_letters import (
     DEFAULT_WAIT_SECONDS,
     MAX_RECEIVES,
     RedriveReport,
+    Selection,
+    drop,
     peek,
     redrive_loop,
     start_move_task,
@@ -333,14 +335,8 @@ def dlq_list(
         wait_seconds=wait_seconds,
         identity_fields=operator.identity_fields()[0],
     )
-    wanted = {code.upper() for code in error_codes}
-    shown = [
-        letter
-        for letter in letters
-        if (not wanted or letter.error_code in wanted)
-        and (event_id is None or letter.event_id == event_id)
-        and (order_id is None or letter.order_id == order_id)
-    ]
+    selection = Selection.of(error_codes, event_id, order_id)
+    shown = [letter for letter in letters if selection.matches(letter)]
     if as_json:
         for letter in shown:
             click.echo(to_json(letter.summary(with_body=with_body)))
@@ -359,6 +355,52 @@ def dlq_list(
     )
 
 
+@dlq.command("drop")
+@click.option(
+    "--error-code",
+    "error_codes",
+    multiple=True,
+    help=f"Drop messages with this code (repeatable; {MAX_RECEIVES}: moved by the queue).",
+)
+@click.option("--event-id", help="Drop the messages of this event.")
+@click.option("--order-id", help="Drop the messages of this order.")
+@click.option("--all", "everything", is_flag=True, help="Drop every message (instead of selecting).")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.option("--wait-seconds", type=click.IntRange(0, 20), default=DEFAULT_WAIT_SECONDS, show_default=True)
+@click.pass_context
+@_reported
+def dlq_drop(
+    ctx: click.Context,
+    error_codes: tuple[str, ...],
+    event_id: str | None,
+    order_id: str | None,
+    everything: bool,
+    yes: bool,
+    wait_seconds: int,
+) -> None:
+    """Delete selected DLQ messages for good, printing each (JSON, body included) as a record.
+
+    For messages that will never be processed: invalid or conflicting orders that were corrected
+    and sent again. Everything not selected stays in the queue.
+    """
+    selection = Selection.of(error_codes, event_id, order_id)
+    if selection.everything != everything:
+        raise click.UsageError("select what to drop (--error-code, --event-id, --order-id) or pass --all, not both")
+    operator = _operator(ctx)
+    url = operator.stack.output(DEAD_LETTER_QUEUE_URL)
+    what = "EVERY message" if everything else "the selected messages"
+    if not yes:
+        click.confirm(f"Delete {what} from {url} for good?", abort=True, err=True)
+    deleted, left = drop(
+        operator.clients.sqs, url, selection, wait_seconds=wait_seconds, identity_fields=operator.identity_fields()[0]
+    )
+    for letter in deleted:
+        click.echo(to_json(letter.summary(with_body=True)))
+    click.echo(f"dropped {len(deleted)} message(s) from the DLQ", err=True)
+    if left:
+        raise click.ClickException(f"{len(left)} selected message(s) could not be deleted and are still in the DLQ")
+
+
 @cli.command()
 @click.option(
     "--method",
@@ -373,6 +415,8 @@ def dlq_list(
     multiple=True,
     help=f"Only messages with this code (repeatable; {MAX_RECEIVES}: moved by the queue). Uses the loop.",
 )
+@click.option("--event-id", help="Only the messages of this event. Uses the loop.")
+@click.option("--order-id", help="Only the messages of this order. Uses the loop.")
 @click.option("--max-messages", type=click.IntRange(min=1), help="Move at most this many. Uses the loop.")
 @click.option("--rate", type=click.IntRange(1, 500), help="Messages per second (move task only).")
 @click.option("--wait/--no-wait", default=True, show_default=True, help="Wait until a move task ends.")
@@ -386,6 +430,8 @@ def redrive(
     ctx: click.Context,
     method: str,
     error_codes: tuple[str, ...],
+    event_id: str | None,
+    order_id: str | None,
     max_messages: int | None,
     rate: int | None,
     wait: bool,
@@ -402,9 +448,10 @@ def redrive(
     sqs = operator.clients.sqs
     dlq_url = operator.stack.output(DEAD_LETTER_QUEUE_URL)
     queue_url = operator.stack.output(QUEUE_URL)
-    if error_codes or max_messages is not None:
+    selection = Selection.of(error_codes, event_id, order_id)
+    if not selection.everything or max_messages is not None:
         if method == "move-task":
-            raise click.UsageError("--error-code and --max-messages need the loop (a move task moves everything)")
+            raise click.UsageError("selecting messages or --max-messages needs the loop (a move task moves everything)")
         method = "loop"
     report: RedriveReport | None = None
     if method != "loop":
@@ -430,7 +477,7 @@ def redrive(
                 sqs,
                 dlq_url,
                 queue_url,
-                error_codes=error_codes,
+                selection=selection,
                 max_messages=max_messages,
                 wait_seconds=wait_seconds,
                 identity_fields=operator.identity_fields()[0],

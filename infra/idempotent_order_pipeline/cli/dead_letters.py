@@ -178,6 +178,70 @@ def release(sqs: SQSClient, queue_url: str, receipt_handles: Iterable[str]) -> N
         )
 
 
+@dataclass(frozen=True)
+class Selection:
+    """Which DLQ messages a command acts on: those matching every criterion given (all when none is)."""
+
+    error_codes: frozenset[str] = frozenset()
+    event_id: str | None = None
+    order_id: str | None = None
+
+    @classmethod
+    def of(cls, error_codes: Iterable[str] = (), event_id: str | None = None, order_id: str | None = None) -> Selection:
+        return cls(frozenset(code.upper() for code in error_codes), event_id, order_id)
+
+    @property
+    def everything(self) -> bool:
+        return not self.error_codes and self.event_id is None and self.order_id is None
+
+    def matches(self, letter: DeadLetter) -> bool:
+        return (
+            (not self.error_codes or letter.error_code in self.error_codes)
+            and (self.event_id is None or letter.event_id == self.event_id)
+            and (self.order_id is None or letter.order_id == self.order_id)
+        )
+
+
+class _Sweep:
+    """Receive each message of a queue once; hold the ones not taken and release them at the end.
+
+    Messages are received with a visibility timeout of HOLD_SECONDS, so that paging reaches the
+    next ones instead of the same ten again; whatever the caller does not delete is made visible
+    again (visibility 0) when the sweep ends, also when it fails.
+    """
+
+    def __init__(self, sqs: SQSClient, queue_url: str, *, wait_seconds: int, identity_fields: Sequence[str]) -> None:
+        self._sqs = sqs
+        self._queue_url = queue_url
+        self._wait_seconds = wait_seconds
+        self._identity_fields = identity_fields
+        self._seen: set[str] = set()
+        self._held: list[str] = []
+
+    def __enter__(self) -> _Sweep:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        release(self._sqs, self._queue_url, self._held)
+
+    def batches(self, budget: Callable[[], int]) -> Iterator[list[DeadLetter]]:
+        """Batches of messages not seen before, while ``budget()`` is positive and the queue has more."""
+        while (wanted := budget()) > 0:
+            batch = _receive(self._sqs, self._queue_url, count=wanted, wait_seconds=self._wait_seconds)
+            self._held.extend(m["ReceiptHandle"] for m in batch if m["MessageId"] in self._seen)
+            fresh = [
+                DeadLetter.from_message(m, self._identity_fields) for m in batch if m["MessageId"] not in self._seen
+            ]
+            if not fresh:
+                return
+            self._seen.update(letter.message_id for letter in fresh)
+            yield fresh
+
+    def hold(self, letters: Iterable[DeadLetter]) -> None:
+        """Leave these in the queue (released when the sweep ends)."""
+        self._held.extend(letter.receipt_handle for letter in letters)
+
+
 def peek(
     sqs: SQSClient,
     queue_url: str,
@@ -186,26 +250,55 @@ def peek(
     wait_seconds: int = DEFAULT_WAIT_SECONDS,
     identity_fields: Sequence[str] = DEFAULT_IDENTITY_FIELDS,
 ) -> list[DeadLetter]:
-    """Read up to ``max_messages`` messages and leave them in the queue.
+    """Read up to ``max_messages`` messages and leave them all in the queue.
 
-    Each message is received with a visibility timeout of HOLD_SECONDS - so that paging reaches
-    the next ones instead of the same ten again - and released (visibility 0) before this returns,
-    also when it fails. Reading raises each message's ApproximateReceiveCount; nothing else changes.
+    Reading raises each message's ApproximateReceiveCount; nothing else changes.
     """
-    seen: dict[str, DeadLetter] = {}
-    held: list[str] = []
-    try:
-        while len(seen) < max_messages:
-            batch = _receive(sqs, queue_url, count=max_messages - len(seen), wait_seconds=wait_seconds)
-            held.extend(message["ReceiptHandle"] for message in batch)
-            fresh = [message for message in batch if message["MessageId"] not in seen]
-            if not fresh:
-                break
-            for message in fresh:
-                seen[message["MessageId"]] = DeadLetter.from_message(message, identity_fields)
-    finally:
-        release(sqs, queue_url, held)
-    return list(seen.values())[:max_messages]
+    letters: list[DeadLetter] = []
+    with _Sweep(sqs, queue_url, wait_seconds=wait_seconds, identity_fields=identity_fields) as sweep:
+        for batch in sweep.batches(lambda: max_messages - len(letters)):
+            sweep.hold(batch)
+            letters.extend(batch)
+    return letters[:max_messages]
+
+
+def _delete(sqs: SQSClient, queue_url: str, letters: Sequence[DeadLetter]) -> list[DeadLetter]:
+    """Delete messages, 10 per call; return those not deleted."""
+    left: list[DeadLetter] = []
+    for start in range(0, len(letters), MAX_BATCH_ENTRIES):
+        chunk = letters[start : start + MAX_BATCH_ENTRIES]
+        try:
+            response = sqs.delete_message_batch(
+                QueueUrl=queue_url,
+                Entries=[{"Id": str(i), "ReceiptHandle": letter.receipt_handle} for i, letter in enumerate(chunk)],
+            )
+        except (ClientError, BotoCoreError):
+            left.extend(chunk)
+            continue
+        left.extend(chunk[int(failure["Id"])] for failure in response.get("Failed", []))
+    return left
+
+
+def drop(
+    sqs: SQSClient,
+    queue_url: str,
+    selection: Selection,
+    *,
+    wait_seconds: int = DEFAULT_WAIT_SECONDS,
+    identity_fields: Sequence[str] = DEFAULT_IDENTITY_FIELDS,
+) -> tuple[list[DeadLetter], list[DeadLetter]]:
+    """Delete the selected messages for good; return (deleted, not deleted). The others stay."""
+    deleted: list[DeadLetter] = []
+    left: list[DeadLetter] = []
+    with _Sweep(sqs, queue_url, wait_seconds=wait_seconds, identity_fields=identity_fields) as sweep:
+        for batch in sweep.batches(lambda: MAX_BATCH_ENTRIES):
+            chosen = [letter for letter in batch if selection.matches(letter)]
+            sweep.hold(letter for letter in batch if not selection.matches(letter))
+            failed = _delete(sqs, queue_url, chosen)
+            sweep.hold(failed)
+            left.extend(failed)
+            deleted.extend(letter for letter in chosen if letter not in failed)
+    return deleted, left
 
 
 # --- redrive ---------------------------------------------------------------------------------------
@@ -370,7 +463,7 @@ def redrive_loop(
     dead_letter_queue_url: str,
     queue_url: str,
     *,
-    error_codes: Sequence[str] = (),
+    selection: Selection = Selection(),
     max_messages: int | None = None,
     wait_seconds: int = DEFAULT_WAIT_SECONDS,
     identity_fields: Sequence[str] = DEFAULT_IDENTITY_FIELDS,
@@ -380,45 +473,31 @@ def redrive_loop(
 
     A message leaves the DLQ only after SendMessageBatch accepted its copy; one whose send failed
     is made visible again at once and stays. A crash between the send and the delete leaves a copy
-    in both queues, which is harmless: the consumer records an event once. ``error_codes`` (e.g.
-    ``MAX_RECEIVES``) selects the messages to move; the others are held while the loop runs and
-    released at the end. ``on_moved`` gets the running total after each batch.
+    in both queues, which is harmless: the consumer records an event once. ``selection`` (e.g.
+    error code ``MAX_RECEIVES``) picks the messages to move; the others are held while the loop
+    runs and released at the end. ``on_moved`` gets the running total after each batch.
     """
     report = RedriveReport(method="loop")
     fifo = queue_url.endswith(".fifo")
-    wanted = {code.upper() for code in error_codes}
-    held: list[str] = []
-    seen: set[str] = set()
 
     def budget() -> int:
         if max_messages is None:
             return MAX_BATCH_ENTRIES
         return max_messages - report.moved - len(report.failed)
 
-    try:
-        while budget() > 0:
-            batch = _receive(sqs, dead_letter_queue_url, count=budget(), wait_seconds=wait_seconds)
-            held.extend(m["ReceiptHandle"] for m in batch if m["MessageId"] in seen)
-            fresh = [DeadLetter.from_message(m, identity_fields) for m in batch if m["MessageId"] not in seen]
-            if not fresh:
-                break
-            seen.update(letter.message_id for letter in fresh)
-            selected: list[tuple[DeadLetter, dict[str, Any]]] = []
-            for letter in fresh:
-                if wanted and letter.error_code not in wanted:
-                    held.append(letter.receipt_handle)
-                    report.skipped += 1
-                else:
-                    selected.append((letter, _entry(letter, fifo)))
+    with _Sweep(sqs, dead_letter_queue_url, wait_seconds=wait_seconds, identity_fields=identity_fields) as sweep:
+        for batch in sweep.batches(budget):
+            chosen = [letter for letter in batch if selection.matches(letter)]
+            skipped = [letter for letter in batch if letter not in chosen]
+            sweep.hold(skipped)
+            report.skipped += len(skipped)
             failed_before = len(report.failed)
-            for chunk in _chunks(selected):
-                _send_and_delete(sqs, dead_letter_queue_url, queue_url, chunk, report)
+            for chunk in _chunks([(letter, _entry(letter, fifo)) for letter in chosen]):
+                _send_and_delete(sqs, dead_letter_queue_url, queue_url, chunk, report, sweep)
             if on_moved is not None:
                 on_moved(report.moved)
-            if selected and len(report.failed) - failed_before == len(selected):
+            if chosen and len(report.failed) - failed_before == len(chosen):
                 break  # nothing got through (no queue, no permission): stop rather than spin
-    finally:
-        release(sqs, dead_letter_queue_url, held)
     return report
 
 
@@ -428,6 +507,7 @@ def _send_and_delete(
     queue_url: str,
     chunk: list[tuple[DeadLetter, dict[str, Any]]],
     report: RedriveReport,
+    sweep: _Sweep,
 ) -> None:
     letters = {str(i): letter for i, (letter, _) in enumerate(chunk)}
     entries: list[Any] = [{"Id": str(i), **entry} for i, (_, entry) in enumerate(chunk)]
@@ -435,22 +515,13 @@ def _send_and_delete(
         response = sqs.send_message_batch(QueueUrl=queue_url, Entries=entries)
     except (ClientError, BotoCoreError) as exc:
         report.failed.extend((letter.message_id, f"SendMessageBatch failed: {exc}") for letter in letters.values())
-        release(sqs, dead_letter_queue_url, [letter.receipt_handle for letter in letters.values()])
+        sweep.hold(letters.values())
         return
     refused = [(letters[f["Id"]], f"{f.get('Code')}: {f.get('Message', '')}") for f in response.get("Failed", [])]
     report.failed.extend((letter.message_id, reason) for letter, reason in refused)
-    release(sqs, dead_letter_queue_url, [letter.receipt_handle for letter, _ in refused])
+    sweep.hold(letter for letter, _ in refused)
     sent = [letters[success["Id"]] for success in response.get("Successful", [])]
-    if not sent:
-        return
     # Only now that SQS holds the copies may the originals go.
-    try:
-        deleted = sqs.delete_message_batch(
-            QueueUrl=dead_letter_queue_url,
-            Entries=[{"Id": str(i), "ReceiptHandle": letter.receipt_handle} for i, letter in enumerate(sent)],
-        )
-        report.not_deleted.extend(sent[int(failure["Id"])].message_id for failure in deleted.get("Failed", []))
-    except (ClientError, BotoCoreError):
-        report.not_deleted.extend(letter.message_id for letter in sent)
+    report.not_deleted.extend(letter.message_id for letter in _delete(sqs, dead_letter_queue_url, sent))
     report.moved += len(sent)
     report.moved_by_code.update(letter.error_code for letter in sent)
