@@ -52,9 +52,18 @@ synth: $(STAMP) ## Synthesize every stage into cdk.out/
 	$(CDK) synth --all --quiet
 	@ls cdk.out/assembly-*/*.template.json
 
+# The sandbox package (infra/order_pipeline_sandbox) is a development tool, not installed: run it
+# from the source tree. DEMO_ORDERS, DEMO_SEED, DEMO_CRASH_RATE, DEMO_CONCURRENCY and
+# DEMO_VISIBILITY_TIMEOUT tune the demo (e.g. `make demo DEMO_ORDERS=2000`).
+SANDBOX := PYTHONPATH=$(CURDIR)/infra $(BIN)/python -m order_pipeline_sandbox
+
 .PHONY: demo
-demo: synth ## The main job (see README)
-	@echo "Synthesized stages:"; $(CDK) list --all
+demo: $(STAMP) ## The main job: real `cdk deploy` of dev onto a local moto endpoint, chaos traffic, report
+	$(SANDBOX) demo
+
+.PHONY: sandbox
+sandbox: $(STAMP) ## Deploy dev onto a local moto endpoint and poll its queue into the function until Ctrl-C
+	$(SANDBOX) sandbox
 
 .PHONY: snapshot-update
 snapshot-update: $(STAMP) ## Refresh the CloudFormation snapshots after a deliberate change

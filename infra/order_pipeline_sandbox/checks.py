@@ -37,7 +37,7 @@ from order_pipeline_sandbox.traffic import PlannedMessage, TrafficPlan
 REDRIVEN = "(redrive: maxReceiveCount)"
 INVALID_MESSAGE = "INVALID_MESSAGE"
 IDEMPOTENCY_CONFLICT = "IDEMPOTENCY_CONFLICT"
-#: Long enough that a message read once is not read again while a queue is drained.
+#: Long enough that a message read once is not read again while a queue is peeked.
 _READ_VISIBILITY_SECONDS = 600
 
 _deserializer = TypeDeserializer()
@@ -84,8 +84,8 @@ def _scan(dynamodb: Any, table_name: str) -> list[dict[str, Any]]:
     return items
 
 
-def drain_queue(sqs: Any, queue_url: str) -> list[dict[str, Any]]:
-    """Receive every message of ``queue_url`` (they stay hidden for 10 minutes; none is deleted)."""
+def peek_queue(sqs: Any, queue_url: str) -> list[dict[str, Any]]:
+    """Every message of ``queue_url``, left in place: each is received once, then made visible again."""
     messages: list[dict[str, Any]] = []
     empty_receives = 0
     while empty_receives < 2:
@@ -98,6 +98,14 @@ def drain_queue(sqs: Any, queue_url: str) -> list[dict[str, Any]]:
         ).get("Messages", [])
         empty_receives = 0 if received else empty_receives + 1
         messages.extend(received)
+    for start in range(0, len(messages), 10):
+        sqs.change_message_visibility_batch(
+            QueueUrl=queue_url,
+            Entries=[
+                {"Id": str(index), "ReceiptHandle": message["ReceiptHandle"], "VisibilityTimeout": 0}
+                for index, message in enumerate(messages[start : start + 10])
+            ],
+        )
     return messages
 
 
@@ -111,14 +119,14 @@ def read_state(endpoint: Endpoint, outputs: Mapping[str, str], notification_queu
     dynamodb = endpoint.client("dynamodb")
     sqs = endpoint.client("sqs")
     processed = {item["event_id"]: item for item in _scan(dynamodb, outputs["ProcessedEventsTableName"])}
-    notifications = [json.loads(message["Body"]) for message in drain_queue(sqs, notification_queue_url)]
+    notifications = [json.loads(message["Body"]) for message in peek_queue(sqs, notification_queue_url)]
     dead_letters = [
         ParkedMessage(
             message_id=message["MessageId"],
             source_message_id=_attribute(message, "source_message_id") or message["MessageId"],
             error_code=_attribute(message, "error_code") or REDRIVEN,
         )
-        for message in drain_queue(sqs, outputs["DeadLetterQueueUrl"])
+        for message in peek_queue(sqs, outputs["DeadLetterQueueUrl"])
     ]
     depth = sqs.get_queue_attributes(
         QueueUrl=outputs["QueueUrl"],
@@ -161,6 +169,7 @@ def check(plan: TrafficPlan, state: EndpointState) -> CheckResult:
     unknown_rows = [str(row.get("order_id")) for row in state.order_rows if str(row.get("event_id")) not in by_event]
     without_notification: list[str] = []
     redriven_events = 0
+    losing_conflicts = 0
     for event_id, messages in by_event.items():
         rows = rows_by_event.get(event_id, [])
         if not rows:
@@ -189,6 +198,7 @@ def check(plan: TrafficPlan, state: EndpointState) -> CheckResult:
         for message in messages:
             letter = parked.get(str(message.message_id))
             if message.payload_sha256 != recorded:
+                losing_conflicts += 1
                 if letter is None or letter.error_code not in (IDEMPOTENCY_CONFLICT, REDRIVEN):
                     problems["conflicting messages not parked as IDEMPOTENCY_CONFLICT"].append(str(message.message_id))
             elif letter is not None and letter.error_code != REDRIVEN:
@@ -227,6 +237,9 @@ def check(plan: TrafficPlan, state: EndpointState) -> CheckResult:
         "notifications received": len(state.notifications),
         "events parked by redrive": redriven_events,
         "dead letters": len(state.dead_letters),
+        "distinct messages in the DLQ": len(parked),
+        "distinct messages parked by the handler": sum(letter.error_code != REDRIVEN for letter in parked.values()),
+        "expected in the DLQ": len(invalid) + losing_conflicts,
     }
     result.violations = [f"{name}: {len(items)} ({_short(items)})" for name, items in problems.items()]
     return result

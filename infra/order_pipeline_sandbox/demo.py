@@ -18,7 +18,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -43,7 +43,7 @@ from order_pipeline_sandbox.function import (
     disable_mapping,
 )
 from order_pipeline_sandbox.lambda_runtime import CrashOrder, FunctionProcess
-from order_pipeline_sandbox.poller import DEFAULT_VISIBILITY_TIMEOUT_SECONDS, PollerStats, SqsPoller
+from order_pipeline_sandbox.poller import DEFAULT_VISIBILITY_TIMEOUT_SECONDS, CrashPlan, PollerStats, SqsPoller
 from order_pipeline_sandbox.server import Endpoint, SandboxServerProcess
 
 #: Defaults of a run (``make demo`` reads ``DEMO_*`` variables to override them, see ``__main__``).
@@ -129,7 +129,7 @@ class Sandbox:
         with self._step("publishing the Powertools layer"):
             layer = publish_powertools_layer(self.endpoint, options.work_dir)
         with self._step("cdk bootstrap"):
-            bootstrap(self.endpoint, app_dir=options.app_dir, work_dir=options.work_dir)
+            bootstrap(self.endpoint, work_dir=options.work_dir)
         with self._step(f"cdk deploy {options.stage}/*"):
             self.deployment = deploy(
                 self.endpoint,
@@ -159,7 +159,7 @@ class Sandbox:
     ) -> None:
         self._exit.close()
 
-    def poller(self, *, visibility_timeout: int, crash_plan: Callable[[int], CrashOrder | None] | None) -> SqsPoller:
+    def poller(self, *, visibility_timeout: int, crash_plan: CrashPlan | None) -> SqsPoller:
         return SqsPoller(
             self.endpoint,
             self.mapping,
@@ -183,19 +183,36 @@ class Sandbox:
 
 
 class RandomCrashes:
-    """Per invocation, with probability ``rate``: crash at a random AWS call, before or after it."""
+    """Which invocations crash, and where: a seeded plan the poller asks before each invocation.
 
-    def __init__(self, rate: float, seed: int) -> None:
+    The first ``guaranteed`` invocations crash for sure (at one of their first ``len(records)``
+    calls: every record makes at least one), so that every run injects crashes; after that, each
+    invocation crashes with probability ``rate`` at a random one of its first ``2 x records``
+    calls (a new order costs 3 calls, a duplicate or a parked message 1), before the call is sent
+    or after it returned. A batch holding a message on its last delivery (receive count at
+    ``max_receive_count``) never crashes: the queue's redrive would then park a good message in the
+    DLQ, which is correct behaviour but makes the run's figures depend on luck.
+    """
+
+    def __init__(self, rate: float, seed: int, *, max_receive_count: int | None, guaranteed: int = 2) -> None:
         self._rate = rate
         self._rng = random.Random(seed)  # noqa: S311 - chaos, not cryptography
         self._lock = threading.Lock()
+        self._max_receive_count = max_receive_count
+        self._guaranteed = guaranteed
 
-    def __call__(self, records: int) -> CrashOrder | None:
+    def __call__(self, records: Sequence[Mapping[str, Any]]) -> CrashOrder | None:
+        if self._max_receive_count is not None and any(
+            int(record["attributes"].get("ApproximateReceiveCount", 1)) >= self._max_receive_count for record in records
+        ):
+            return None
         with self._lock:
+            if self._guaranteed > 0:
+                self._guaranteed -= 1
+                return CrashOrder(at_call=self._rng.randint(1, len(records)), after=self._rng.random() < 0.5)
             if self._rng.random() >= self._rate:
                 return None
-            # A new order costs 3 calls, a duplicate or a parked message 1: most orders fire.
-            return CrashOrder(at_call=self._rng.randint(1, 2 * records), after=self._rng.random() < 0.5)
+            return CrashOrder(at_call=self._rng.randint(1, 2 * len(records)), after=self._rng.random() < 0.5)
 
 
 @dataclass
@@ -243,7 +260,11 @@ def run_chaos(sandbox: Sandbox, options: ChaosOptions, on_progress: ProgressHook
         invalid_share=options.invalid_share,
     )
     notifications = sandbox.subscribe_queue(f"sandbox-notifications-{plan.run_id}")
-    crashes = RandomCrashes(options.crash_rate, options.seed) if options.crash_rate > 0 else None
+    crashes = (
+        RandomCrashes(options.crash_rate, options.seed, max_receive_count=sandbox.mapping.max_receive_count)
+        if options.crash_rate > 0
+        else None
+    )
     poller = sandbox.poller(visibility_timeout=options.visibility_timeout, crash_plan=crashes)
     total = len(plan.messages)
     sent = 0

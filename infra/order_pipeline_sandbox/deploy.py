@@ -193,19 +193,17 @@ def run_cdk(endpoint: Endpoint, args: Sequence[str], *, app_dir: Path = REPO_ROO
     return completed.stdout
 
 
-def bootstrap(endpoint: Endpoint, *, app_dir: Path = REPO_ROOT, work_dir: Path = WORK_DIR) -> None:
-    """``cdk bootstrap`` the sandbox account and region (the modern bootstrap stack, as in AWS)."""
+def bootstrap(endpoint: Endpoint, *, work_dir: Path = WORK_DIR) -> None:
+    """``cdk bootstrap`` the sandbox account and region (the modern bootstrap stack, as in AWS).
+
+    It runs in ``work_dir``, which has no ``cdk.json``: in the app's directory the CLI would
+    synthesize the whole app first (about 10 s) only to ignore it, the environment being explicit.
+    """
+    work_dir.mkdir(parents=True, exist_ok=True)
     run_cdk(
         endpoint,
-        [
-            "bootstrap",
-            f"aws://{ACCOUNT}/{endpoint.region}",
-            "--output",
-            str(work_dir / "cdk.out"),
-            "--no-notices",
-            "--ci",
-        ],
-        app_dir=app_dir,
+        ["bootstrap", f"aws://{ACCOUNT}/{endpoint.region}", "--no-notices", "--ci"],
+        app_dir=work_dir,
         log_path=work_dir / "cdk.log",
     )
 

@@ -135,6 +135,8 @@ class FunctionProcess:
         self._process: subprocess.Popen[str] | None = None
         self._lines: queue.Queue[str | None] = queue.Queue()
         self._init_error: FunctionError | None = None
+        #: Top-level modules of the last cold start and the file each came from (None: built in).
+        self.loaded_modules: dict[str, str | None] = {}
 
     def _start(self) -> None:
         command = [sys.executable, "-S", "-P", str(Path(__file__).resolve())]
@@ -163,8 +165,14 @@ class FunctionProcess:
             self._kill()
             self._init_error = FunctionError("Runtime.InitTimeout", f"no init within {INIT_TIMEOUT_SECONDS:.0f} s")
         else:
+            self.loaded_modules = dict(ready.get("modules") or {})
             error = ready.get("init_error")
             self._init_error = None if error is None else FunctionError(error["errorType"], error["errorMessage"])
+
+    @property
+    def pid(self) -> int | None:
+        """The child's process id while it runs."""
+        return None if self._process is None else self._process.pid
 
     def _read(self, timeout: float) -> dict[str, Any] | None:
         try:
@@ -362,7 +370,10 @@ def _child_main(argv: Sequence[str]) -> None:
     events.register("after-call", injector.after_call)
 
     entry, init_error = _load_handler(args.handler)
-    protocol.write(json.dumps({"ready": init_error is None, "init_error": init_error}) + "\n")
+    # Where the handler's package was imported from: the asset, or else something is miswired.
+    loaded = {name: getattr(module, "__file__", None) for name, module in sys.modules.items() if "." not in name}
+    ready = {"ready": init_error is None, "init_error": init_error, "modules": loaded}
+    protocol.write(json.dumps(ready) + "\n")
     for line in sys.stdin:
         request = json.loads(line)
         injector.arm(request.get("crash"))

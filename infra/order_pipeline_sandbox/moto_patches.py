@@ -31,6 +31,12 @@ construct's dashboard names its alarms that way. With the fix such a reference r
 placeholder ARN (``arn:aws:cloudformation:<region>:<account>:sandbox-skipped/<id>/<attribute>``)
 and the resource stays skipped: the sandbox lists every skipped resource in its report.
 
+4. SQS's clock: moto's SQS asks ``moto.core.utils.unix_time`` for the time several times per message
+on every receive and every ``GetQueueAttributes`` (is it visible? delayed?), and that function builds
+two datetimes per call: a receive on a queue of 500 messages took about 80 ms of CPU. With the fix,
+``moto.sqs.models`` reads ``time.time()`` instead when no datetime is given (the same clock, and
+freezegun still freezes it), about ten times cheaper.
+
 Apply the fixes only in the sandbox and in test set-ups (``apply()`` before ``mock_aws()`` or
 before the server starts); :func:`revert` restores moto's methods.
 """
@@ -38,7 +44,9 @@ before the server starts); :func:`revert` restores moto's methods.
 from __future__ import annotations
 
 import copy
+import datetime
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,6 +65,7 @@ from moto.dynamodb.exceptions import (
 from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.dynamo_type import DynamoType, Item
 from moto.dynamodb.models.table import Table
+from moto.sqs import models as sqs_models
 
 #: The moto version whose ``transact_write_items`` this module re-implements. Another version may
 #: have changed the method; re-read it before widening this.
@@ -67,6 +76,9 @@ MAX_TRANSACTION_ITEMS = 100
 _ORIGINAL_TRANSACT = DynamoDBBackend.transact_write_items
 _ORIGINAL_APPLY_CHANGE_SET = ChangeSet.apply
 _ORIGINAL_CLEAN_JSON = cloudformation_parsing.clean_json
+# moto.sqs.models imports these two from moto.core.utils (not re-exported, hence vars()).
+_ORIGINAL_SQS_UNIX_TIME = vars(sqs_models)["unix_time"]
+_ORIGINAL_SQS_UNIX_TIME_MILLIS = vars(sqs_models)["unix_time_millis"]
 _lock = threading.Lock()
 
 
@@ -252,6 +264,16 @@ def clean_json(resource_json: Any, resources_map: Any) -> Any:
     return _ORIGINAL_CLEAN_JSON(resource_json, resources_map)
 
 
+def sqs_unix_time(dt: datetime.datetime | None = None) -> float:
+    """moto's ``unix_time``, reading ``time.time()`` directly for "now"."""
+    return time.time() if dt is None else float(_ORIGINAL_SQS_UNIX_TIME(dt))
+
+
+def sqs_unix_time_millis(dt: datetime.datetime | None = None) -> float:
+    """moto's ``unix_time_millis``, reading ``time.time()`` directly for "now"."""
+    return time.time() * 1000.0 if dt is None else float(_ORIGINAL_SQS_UNIX_TIME_MILLIS(dt))
+
+
 def apply() -> None:
     """Install the fixes (idempotent). Raises RuntimeError on a moto version it was not written for."""
     if moto.__version__ != PATCHED_MOTO_VERSION:
@@ -264,6 +286,7 @@ def apply() -> None:
         DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
         ChangeSet.apply = apply_change_set  # type: ignore[method-assign]
         cloudformation_parsing.clean_json = clean_json
+        vars(sqs_models).update(unix_time=sqs_unix_time, unix_time_millis=sqs_unix_time_millis)
 
 
 def revert() -> None:
@@ -272,6 +295,7 @@ def revert() -> None:
         DynamoDBBackend.transact_write_items = _ORIGINAL_TRANSACT  # type: ignore[method-assign]
         ChangeSet.apply = _ORIGINAL_APPLY_CHANGE_SET  # type: ignore[method-assign]
         cloudformation_parsing.clean_json = _ORIGINAL_CLEAN_JSON
+        vars(sqs_models).update(unix_time=_ORIGINAL_SQS_UNIX_TIME, unix_time_millis=_ORIGINAL_SQS_UNIX_TIME_MILLIS)
 
 
 def is_applied() -> bool:
@@ -280,4 +304,5 @@ def is_applied() -> bool:
         DynamoDBBackend.transact_write_items is transact_write_items
         and ChangeSet.apply is apply_change_set
         and cloudformation_parsing.clean_json is clean_json
+        and vars(sqs_models)["unix_time_millis"] is sqs_unix_time_millis
     )

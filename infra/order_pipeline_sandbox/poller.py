@@ -43,7 +43,8 @@ SQS_MAX_RECEIVE = 10
 #: Long poll of each receive (the sandbox server lets other requests through while it waits).
 RECEIVE_WAIT_SECONDS = 1
 
-CrashPlan = Callable[[int], CrashOrder | None]
+#: Asked before each invocation with the batch's records: where to crash it, or None.
+CrashPlan = Callable[[Sequence[Mapping[str, Any]]], CrashOrder | None]
 
 
 @dataclass
@@ -197,10 +198,9 @@ class SqsPoller:
                 self.stats.add(in_flight=-1)
 
     def _deliver(self, sqs: Any, environment: FunctionProcess, messages: list[dict[str, Any]]) -> None:
-        event = {
-            "Records": [lambda_record(message, self._mapping.queue_arn, self._endpoint.region) for message in messages]
-        }
-        crash = None if self._crash_plan is None else self._crash_plan(len(messages))
+        records = [lambda_record(message, self._mapping.queue_arn, self._endpoint.region) for message in messages]
+        crash = None if self._crash_plan is None else self._crash_plan(records)
+        event = {"Records": records}
         invocation: Invocation = environment.invoke(event, crash)
         self.stats.add(invocations=1, cold_starts=int(invocation.cold_start), crashes_armed=int(crash is not None))
         if invocation.error is not None:

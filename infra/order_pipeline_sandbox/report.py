@@ -51,7 +51,13 @@ def render(run: ChaosRun, deployed: dict[str, Any], timings: dict[str, float], c
     _row(table, "duplicates skipped (metric)", metrics.get("DuplicatesSkipped", 0))
     _row(table, "notifications published (metric)", metrics.get("NotificationsPublished", 0))
     _row(table, "notifications republished (metric)", metrics.get("NotificationsRepublished", 0))
-    _row(table, "messages in the DLQ", figures["dead letters"], "invalid + losing conflicts")
+    _row(
+        table,
+        "messages in the DLQ (distinct)",
+        f"{figures['dead letters']} ({figures['distinct messages in the DLQ']})",
+        f"({figures['expected in the DLQ']}: invalid + losing conflicts)",
+        figures["distinct messages parked by the handler"] == figures["expected in the DLQ"],
+    )
     for code, count in sorted(run.result.dead_letters_by_code.items()):
         _row(table, f"  error_code {code}", count, "0" if code == REDRIVEN else "")
     _row(table, "invocations (cold starts)", f"{stats.invocations} ({stats.cold_starts})")
@@ -72,6 +78,7 @@ def render(run: ChaosRun, deployed: dict[str, Any], timings: dict[str, float], c
                 f"mapping    {deployed['mapping']}",
                 f"[yellow]moto's CloudFormation skipped these resource types[/]: {skipped}",
                 "Metrics are summed from the function's EMF log lines; crashed invocations emit none.",
+                "A message parked in the DLQ by an invocation that then crashed is redelivered and parked again.",
             ),
             title="deployed",
             title_align="left",

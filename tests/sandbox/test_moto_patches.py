@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import datetime
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -225,3 +227,35 @@ def test_apply_is_idempotent_and_revert_restores_moto() -> None:
     moto_patches.revert()
     # THEN moto's own method is back
     assert not moto_patches.is_applied()
+
+
+def test_sqs_clock_reads_the_same_time_as_moto() -> None:
+    # GIVEN the fix applied
+    moto_patches.apply()
+    try:
+        from moto.sqs import models as sqs_models
+
+        # WHEN SQS asks for "now" and for a given datetime
+        fast_now = sqs_models.unix_time_millis()
+        slow_now = moto_patches._ORIGINAL_SQS_UNIX_TIME_MILLIS()
+        moment = datetime.datetime(2026, 11, 30, 12, 0, 0)
+        # THEN it is the same clock (within the time between the two reads) and the same conversion
+        assert abs(fast_now - slow_now) < 1000
+        assert sqs_models.unix_time(moment) == moto_patches._ORIGINAL_SQS_UNIX_TIME(moment)
+    finally:
+        moto_patches.revert()
+
+
+def test_messages_become_visible_again_after_their_visibility_timeout(ddb: Any) -> None:
+    # GIVEN a message received with a 1-second visibility timeout, under the patched clock
+    sqs = boto3.client("sqs", region_name=REGION)
+    url = sqs.create_queue(QueueName="clock")["QueueUrl"]
+    sqs.send_message(QueueUrl=url, MessageBody="x")
+    assert len(sqs.receive_message(QueueUrl=url, VisibilityTimeout=1).get("Messages", [])) == 1
+    # WHEN it is received again at once, then after the timeout
+    hidden = sqs.receive_message(QueueUrl=url).get("Messages", [])
+    time.sleep(1.1)
+    visible = sqs.receive_message(QueueUrl=url).get("Messages", [])
+    # THEN it was hidden, then visible
+    assert hidden == []
+    assert len(visible) == 1

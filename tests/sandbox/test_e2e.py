@@ -1,0 +1,112 @@
+"""End to end: the real ``cdk deploy`` of the dev stage onto the local endpoint, chaos traffic, invariants.
+
+Everything asserted here is read from the endpoint (tables, a queue subscribed to the topic, the
+DLQ, the source queue), not from the demo's report. A wiring mistake in the construct or the app
+(an environment variable name the handler does not read, a handler string that does not resolve,
+a module missing from the asset) makes this test fail: the function runs from the deployed asset
+with the deployed configuration.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+from boto3.dynamodb.types import TypeDeserializer
+
+from order_pipeline_sandbox.demo import ChaosOptions, Sandbox, SandboxOptions, run_chaos
+
+pytestmark = pytest.mark.e2e
+
+_deserialize = TypeDeserializer().deserialize
+
+
+def _scan(endpoint: Any, table: str) -> list[dict[str, Any]]:
+    items = endpoint.client("dynamodb").scan(TableName=table, ConsistentRead=True)["Items"]
+    return [{name: _deserialize(value) for name, value in item.items()} for item in items]
+
+
+def _peek(endpoint: Any, queue_url: str) -> list[dict[str, Any]]:
+    """Every message of the queue, left in place (visible again once read)."""
+    sqs = endpoint.client("sqs")
+    seen: dict[str, dict[str, Any]] = {}
+    while batch := sqs.receive_message(
+        QueueUrl=queue_url,
+        MaxNumberOfMessages=10,
+        VisibilityTimeout=60,
+        WaitTimeSeconds=0,
+        MessageAttributeNames=["All"],
+    ).get("Messages", []):
+        seen.update((message["MessageId"], message) for message in batch)
+    for message in seen.values():
+        sqs.change_message_visibility(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0)
+    return list(seen.values())
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_chaos_run_on_the_deployed_stack_keeps_every_invariant(tmp_path: Path) -> None:
+    # GIVEN the dev stage deployed with the real CDK CLI onto a fresh local endpoint
+    with Sandbox(SandboxOptions(work_dir=tmp_path, concurrency=2)) as sandbox:
+        endpoint, outputs = sandbox.endpoint, sandbox.deployment.outputs
+        witness = sandbox.subscribe_queue("e2e-witness")  # a second subscriber, for this test's own reads
+        # WHEN 40 orders, re-sends, conflicts and invalid messages go through the queue with crashes
+        run = run_chaos(sandbox, ChaosOptions(orders=40, seed=7, crash_rate=0.3, visibility_timeout=2))
+        pids = [sandbox.server.pid, *(environment.pid for environment in sandbox.environments)]
+
+        # THEN the function ran from the deployed asset, not from the repository
+        task_dirs = {Path(str(env.loaded_modules["order_consumer"])).parents[1] for env in sandbox.environments}
+        assert all(tmp_path in task_dir.parents and task_dir.name == "task" for task_dir in task_dirs)
+        # AND it was crashed, and failed in no other way
+        assert run.stats.crashes_injected >= 2
+        assert run.stats.unexpected_errors == []
+        # AND the source queue is empty
+        sqs = endpoint.client("sqs")
+        depth = sqs.get_queue_attributes(QueueUrl=outputs["QueueUrl"], AttributeNames=["All"])["Attributes"]
+        assert (depth["ApproximateNumberOfMessages"], depth["ApproximateNumberOfMessagesNotVisible"]) == ("0", "0")
+
+        accepted = [m for m in run.plan.messages if m.kind != "invalid"]
+        payloads = defaultdict(set)
+        for message in accepted:
+            payloads[message.event_id].add(message.payload_sha256)
+        rows = _scan(endpoint, outputs["OrderRecordsTableName"])
+        records = {item["event_id"]: item for item in _scan(endpoint, outputs["ProcessedEventsTableName"])}
+        notes = [json.loads(message["Body"]) for message in _peek(endpoint, witness)]
+        parked = _peek(endpoint, outputs["DeadLetterQueueUrl"])
+
+        # AND exactly one order row per accepted event, holding one of the payloads sent under its key
+        assert Counter(row["event_id"] for row in rows) == Counter(set(payloads))
+        recorded = {row["event_id"]: row["payload_sha256"] for row in rows}
+        assert all(recorded[event_id] in sent for event_id, sent in payloads.items())
+        # AND every event is marked sent, with the row's payload
+        assert {event_id: (item["status"], item["payload_sha256"]) for event_id, item in records.items()} == {
+            event_id: ("sent", payload) for event_id, payload in recorded.items()
+        }
+        # AND at least one notification per event, all naming the recorded payload
+        assert {note["event_id"] for note in notes} == set(recorded)
+        assert all(note["payload_sha256"] == recorded[note["event_id"]] for note in notes)
+        # AND the DLQ holds exactly the invalid messages and the conflicting payloads that lost, each
+        # with its reason (possibly twice: a crash after parking redelivers it)
+        reasons = {
+            m["MessageAttributes"]["source_message_id"]["StringValue"]: m["MessageAttributes"]["error_code"][
+                "StringValue"
+            ]
+            for m in parked
+        }
+        expected = {m.message_id: "INVALID_MESSAGE" for m in run.plan.messages if m.kind == "invalid"}
+        expected |= {m.message_id: "IDEMPOTENCY_CONFLICT" for m in accepted if m.payload_sha256 != recorded[m.event_id]}
+        assert reasons == expected
+        assert all(pid is not None for pid in pids)
+
+    # AND leaving the sandbox stopped every process it started
+    assert [pid for pid in pids if pid is not None and _alive(pid)] == []
