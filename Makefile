@@ -65,6 +65,17 @@ demo: $(STAMP) ## The main job: real `cdk deploy` of dev onto a local moto endpo
 sandbox: $(STAMP) ## Deploy dev onto a local moto endpoint and poll its queue into the function until Ctrl-C
 	$(SANDBOX) sandbox
 
+# The benchmark (bench/, outside the product packages) also imports the sandbox's moto fix from infra/.
+BENCH := PYTHONPATH=$(CURDIR):$(CURDIR)/lambdas:$(CURDIR)/infra $(BIN)/python -m bench
+
+.PHONY: bench
+bench: $(STAMP) ## Four consumers side by side (latency, calls, request units, USD/M); writes bench/results.json, README
+	$(BENCH)
+
+.PHONY: bench-quick
+bench-quick: $(STAMP) ## The same benchmark with fewer batches and samples (under a minute); writes nothing
+	$(BENCH) --quick
+
 .PHONY: snapshot-update
 snapshot-update: $(STAMP) ## Refresh the CloudFormation snapshots after a deliberate change
 	$(BIN)/python -m pytest tests --snapshot-update -m "not e2e" -k snapshot

@@ -1,0 +1,85 @@
+"""On-demand prices and the cost of a million orders.
+
+Prices are US East (N. Virginia), list prices, free tiers ignored, checked on :data:`PRICES_CHECKED`
+against the public pricing pages (sources below). SQS is left out: every consumer receives and
+deletes the same messages in the same batches, so it costs all four the same. Logs are left out too
+(see the bench's ``log_bytes_per_msg`` detail for what each consumer writes).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+PRICES_CHECKED = "2026-11-30"
+PRICE_REGION = "us-east-1"
+
+
+@dataclass(frozen=True)
+class Prices:
+    """USD list prices (on-demand)."""
+
+    #: DynamoDB on-demand, Standard table class, per million write request units (since 2024-11-01).
+    dynamodb_per_million_wru: float = 0.625
+    #: DynamoDB on-demand, Standard table class, per million read request units (since 2024-11-01).
+    dynamodb_per_million_rru: float = 0.125
+    #: SNS standard topic, per million Publish requests (each 64 KB chunk of payload is one request).
+    sns_per_million_publishes: float = 0.50
+    #: Lambda arm64 duration, per GB-second (first 7.5 billion GB-s of a month).
+    lambda_arm64_per_gb_second: float = 0.0000133334
+    #: Lambda, per million requests (invocations).
+    lambda_per_million_requests: float = 0.20
+
+
+PRICE_SOURCES = {
+    "dynamodb": "https://aws.amazon.com/dynamodb/pricing/on-demand/",
+    "sns": "https://aws.amazon.com/sns/pricing/",
+    "lambda": "https://aws.amazon.com/lambda/pricing/",
+}
+
+PRICES = Prices()
+#: Orders in "USD per million orders".
+MILLION = 1_000_000
+
+
+@dataclass(frozen=True)
+class OrderCost:
+    """USD per million orders, by line."""
+
+    dynamodb_writes: float
+    dynamodb_reads: float
+    sns: float
+    lambda_duration: float
+    lambda_requests: float
+
+    @property
+    def total(self) -> float:
+        return self.dynamodb_writes + self.dynamodb_reads + self.sns + self.lambda_duration + self.lambda_requests
+
+    def as_dict(self) -> dict[str, float]:
+        return {**asdict(self), "total": self.total}
+
+
+def cost_per_million(
+    *,
+    wru_per_msg: float,
+    rru_per_msg: float,
+    publishes_per_msg: float,
+    batch_ms: float,
+    batch_size: int,
+    memory_mb: int,
+    prices: Prices = PRICES,
+) -> OrderCost:
+    """USD for a million orders delivered once, in batches of ``batch_size`` taking ``batch_ms`` each.
+
+    Lambda bills each invocation's duration rounded up to the millisecond, at ``memory_mb`` on arm64.
+    """
+    invocations = MILLION / batch_size
+    gb_seconds = invocations * math.ceil(batch_ms) / 1000.0 * memory_mb / 1024.0
+    return OrderCost(
+        dynamodb_writes=wru_per_msg * prices.dynamodb_per_million_wru,
+        dynamodb_reads=rru_per_msg * prices.dynamodb_per_million_rru,
+        sns=publishes_per_msg * prices.sns_per_million_publishes,
+        lambda_duration=gb_seconds * prices.lambda_arm64_per_gb_second,
+        lambda_requests=invocations / MILLION * prices.lambda_per_million_requests,
+    )

@@ -1,0 +1,239 @@
+"""The AWS stand-in: moto in-process, with a network round trip per call and a meter on every call.
+
+Every AWS call a consumer makes leaves botocore at ``before-send``, where moto's stubber answers it.
+:class:`Meter` wraps that stubber, so each call
+
+1. waits the configured latency first, *outside* any lock: the round trips of concurrent calls
+   overlap as they would on the network, and botocore's own work (serializing the request, parsing
+   the response) stays on the consumer's side, where Lambda bills it;
+2. then runs moto's own work under one lock: moto is not thread-safe. That work is the service's
+   work, which in AWS happens on the service's machines, in parallel for parallel requests, and is
+   part of the round trip the latency stands for. In-process it is neither parallel (the lock, and
+   the GIL) nor free (about 1-2 ms of CPU per call, as much as a third of the latency), so the meter
+   keeps a second clock that stops while the stand-in works (moto, and the meter's own accounting):
+   :meth:`Meter.virtual_now`. Latency waits are measured on that clock, so a thread waiting out its
+   round trip is not paid for moto's work on another thread's request, and a batch's time on that
+   clock is its wall time minus the stand-in's time. Both times are reported; moto's own time per
+   call too;
+3. is counted by operation, and DynamoDB calls are metered in request units by :mod:`bench.units`
+   from the request and the items as they were just before and after it (read from moto's backend
+   under the same lock).
+
+Metering is on only inside :meth:`Meter.measuring`; set-up calls (tables, topic) are not counted,
+not delayed and not metered.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from moto.core.botocore_stubber import BotocoreStubber
+
+from bench import units
+
+ACCOUNT_ID = "123456789012"
+REGION = "us-east-1"
+
+
+@dataclass
+class Tally:
+    """What the metered calls of one measurement did."""
+
+    calls: Counter[str] = field(default_factory=Counter)
+    moto_seconds: list[float] = field(default_factory=list)
+    wru: float = 0.0
+    rru: float = 0.0
+    publishes: int = 0
+
+    @property
+    def total_calls(self) -> int:
+        return sum(self.calls.values())
+
+
+def _dynamodb_backend() -> Any:
+    from moto.dynamodb.models import dynamodb_backends
+
+    return dynamodb_backends[ACCOUNT_ID][REGION]
+
+
+def _existing(table: str, key: dict[str, Any]) -> dict[str, Any] | None:
+    """The item at ``key`` as moto holds it now, in wire format (None if absent or no such table)."""
+    try:
+        found = _dynamodb_backend().get_item(table, key)
+    except Exception:  # a missing table: the call itself will fail and say so
+        return None
+    if found is None:
+        return None
+    attributes: dict[str, Any] = found.to_json()["Attributes"]
+    return attributes
+
+
+def _key_of(table: str, item: dict[str, Any]) -> dict[str, Any]:
+    schema = _dynamodb_backend().get_table(table)
+    key = {schema.hash_key_attr: item[schema.hash_key_attr]}
+    if schema.range_key_attr is not None:
+        key[schema.range_key_attr] = item[schema.range_key_attr]
+    return key
+
+
+class _DynamoDBCall:
+    """Request units of one DynamoDB call: sized from the items before the call and after it."""
+
+    def __init__(self, operation: str, request: dict[str, Any]) -> None:
+        self.operation = operation
+        self.request = request
+        # (table, key, new item for a put or None, transactional) per written item, with the old item.
+        self.writes: list[tuple[str, dict[str, Any], dict[str, Any] | None, bool, dict[str, Any] | None]] = []
+        self.reads: list[tuple[str, dict[str, Any], bool, bool]] = []
+        self._plan()
+
+    def _plan(self) -> None:
+        op, req = self.operation, self.request
+        if op == "PutItem":
+            self._write(req["TableName"], None, req["Item"], transactional=False)
+        elif op in ("UpdateItem", "DeleteItem"):
+            self._write(req["TableName"], req["Key"], None, transactional=False)
+        elif op == "GetItem":
+            self.reads.append((req["TableName"], req["Key"], bool(req.get("ConsistentRead")), False))
+        elif op == "TransactWriteItems":
+            for entry in req["TransactItems"]:
+                ((kind, action),) = entry.items()
+                if kind == "Put":
+                    self._write(action["TableName"], None, action["Item"], transactional=True)
+                elif kind in ("Update", "Delete"):
+                    self._write(action["TableName"], action["Key"], None, transactional=True)
+                else:  # ConditionCheck: a transactional read of the item
+                    self.reads.append((action["TableName"], action["Key"], True, True))
+        elif op == "TransactGetItems":
+            for entry in req["TransactItems"]:
+                action = entry["Get"]
+                self.reads.append((action["TableName"], action["Key"], True, True))
+        elif op in ("Query", "Scan", "BatchGetItem", "BatchWriteItem"):
+            raise NotImplementedError(f"the bench does not meter {op}; no consumer should need it")
+
+    def _write(
+        self, table: str, key: dict[str, Any] | None, new: dict[str, Any] | None, *, transactional: bool
+    ) -> None:
+        resolved = key if key is not None else _key_of(table, new or {})
+        self.writes.append((table, resolved, new, transactional, _existing(table, resolved)))
+
+    def units(self) -> tuple[float, float]:
+        """(WRU, RRU), once moto has answered (updated items are read back for their new size)."""
+        wru = 0.0
+        for table, key, new, transactional, old in self.writes:
+            after = new if new is not None else _existing(table, key)
+            size = max(units.item_size(old), units.item_size(after))
+            wru += units.write_units(size, transactional=transactional)
+        rru = 0.0
+        for table, key, consistent, transactional in self.reads:
+            size = units.item_size(_existing(table, key))
+            rru += units.read_units(size, consistent=consistent, transactional=transactional)
+        return wru, rru
+
+
+class Meter:
+    """Wraps moto's botocore stubber: latency, lock, counts, moto's own time, request units."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.latency_s = 0.0
+        self._tally: Tally | None = None
+        self._original: Callable[..., Any] | None = None
+        # (seconds the stand-in has worked, perf_counter() when its current work started or None),
+        # replaced as one tuple so that readers on other threads never see half an update.
+        self._stand_in_clock: tuple[float, float | None] = (0.0, None)
+
+    # --- clocks ------------------------------------------------------------------------------------
+
+    def stand_in_seconds(self) -> float:
+        """Seconds the stand-in has spent working (under the lock) since the meter was made."""
+        total, since = self._stand_in_clock
+        return total + (time.perf_counter() - since if since is not None else 0.0)
+
+    def virtual_now(self) -> float:
+        """A clock that stops while the stand-in works: wall time minus :meth:`stand_in_seconds`."""
+        return time.perf_counter() - self.stand_in_seconds()
+
+    def _round_trip(self, seconds: float) -> None:
+        """Wait ``seconds`` on the virtual clock (longer in wall time if the stand-in works meanwhile)."""
+        deadline = self.virtual_now() + seconds
+        while (remaining := deadline - self.virtual_now()) > 0:
+            time.sleep(remaining)
+
+    # --- installation ------------------------------------------------------------------------------
+
+    def install(self) -> None:
+        """Put the meter around moto's stubber (before ``mock_aws`` starts or while it runs)."""
+        if self._original is not None:
+            return
+        original = BotocoreStubber.__call__
+        meter = self
+
+        def metered(stubber: BotocoreStubber, event_name: str, request: Any, **kwargs: Any) -> Any:
+            return meter._call(original, stubber, event_name, request, **kwargs)
+
+        self._original = original
+        BotocoreStubber.__call__ = metered  # type: ignore[method-assign, assignment]
+
+    def uninstall(self) -> None:
+        if self._original is not None:
+            BotocoreStubber.__call__ = self._original  # type: ignore[method-assign]
+            self._original = None
+
+    @contextmanager
+    def measuring(self, latency_ms: float) -> Iterator[Tally]:
+        """Meter the calls made inside the block, each delayed by ``latency_ms``."""
+        tally = Tally()
+        self.latency_s = latency_ms / 1000.0
+        self._tally = tally
+        try:
+            yield tally
+        finally:
+            self._tally = None
+            self.latency_s = 0.0
+
+    @contextmanager
+    def _stand_in_working(self) -> Iterator[None]:
+        """Stop the virtual clock for the block (call with the lock held)."""
+        total, _ = self._stand_in_clock
+        started = time.perf_counter()
+        self._stand_in_clock = (total, started)
+        try:
+            yield
+        finally:
+            self._stand_in_clock = (total + time.perf_counter() - started, None)
+
+    # --- one call ----------------------------------------------------------------------------------
+
+    def _call(self, original: Callable[..., Any], stubber: Any, event_name: str, request: Any, **kwargs: Any) -> Any:
+        tally = self._tally
+        if tally is None or not stubber.enabled:
+            with self.lock, self._stand_in_working():
+                return original(stubber, event_name, request, **kwargs)
+        # event_name: before-send.<service-id>.<Operation>
+        _, service, operation = event_name.split(".", 2)
+        if self.latency_s:
+            self._round_trip(self.latency_s)  # outside the lock: round trips overlap between threads
+        with self.lock, self._stand_in_working():
+            metered = None
+            if service == "dynamodb":
+                metered = _DynamoDBCall(operation, json.loads(request.body or b"{}"))
+            started = time.perf_counter()
+            response = original(stubber, event_name, request, **kwargs)
+            moto_seconds = time.perf_counter() - started
+            tally.calls[operation] += 1
+            tally.moto_seconds.append(moto_seconds)
+            if metered is not None:
+                wru, rru = metered.units()
+                tally.wru += wru
+                tally.rru += rru
+            if service == "sns" and operation == "Publish" and response is not None and response.status_code == 200:
+                tally.publishes += 1
+        return response

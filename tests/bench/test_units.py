@@ -1,0 +1,92 @@
+"""The bench's accounting rules: item sizes, request units, cost per million orders, README section."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench import units
+from bench.prices import PRICES, cost_per_million
+from bench.report import README_HEADING, update_readme
+
+
+@pytest.mark.parametrize(
+    ("item", "size"),
+    [
+        pytest.param({"id": {"S": "abc"}}, 2 + 3, id="string"),
+        pytest.param({"id": {"S": "é"}}, 2 + 2, id="string-utf8"),
+        pytest.param({"n": {"N": "12345"}}, 1 + 4, id="number-5-digits"),
+        pytest.param({"n": {"N": "100"}}, 1 + 2, id="number-trailing-zeros-trimmed"),
+        pytest.param({"n": {"N": "-0.0012"}}, 1 + 2, id="number-leading-zeros-trimmed"),
+        pytest.param({"b": {"BOOL": True}, "z": {"NULL": True}}, 2 + 2, id="bool-null"),
+        pytest.param({"l": {"L": [{"S": "ab"}, {"N": "1"}]}}, 1 + 3 + (1 + 2) + (1 + 2), id="list"),
+        pytest.param({"m": {"M": {"k": {"S": "v"}}}}, 1 + 3 + (1 + 1 + 1), id="map"),
+        pytest.param({}, 0, id="no-item"),
+    ],
+)
+def test_item_size_follows_dynamodb_rules(item: dict[str, Any], size: int) -> None:
+    assert units.item_size(item) == size
+
+
+@pytest.mark.parametrize(
+    ("size", "transactional", "expected"),
+    [
+        pytest.param(0, False, 1.0, id="minimum-one"),
+        pytest.param(1024, False, 1.0, id="one-kb"),
+        pytest.param(1025, False, 2.0, id="started-kb"),
+        pytest.param(300, True, 2.0, id="transactional-doubles"),
+        pytest.param(2048, True, 4.0, id="transactional-two-kb"),
+    ],
+)
+def test_write_units(size: int, transactional: bool, expected: float) -> None:
+    assert units.write_units(size, transactional=transactional) == expected
+
+
+@pytest.mark.parametrize(
+    ("size", "consistent", "transactional", "expected"),
+    [
+        pytest.param(0, False, False, 0.5, id="missing-item-still-costs"),
+        pytest.param(4096, False, False, 0.5, id="eventually-consistent"),
+        pytest.param(4097, False, False, 1.0, id="started-4kb"),
+        pytest.param(100, True, False, 1.0, id="strongly-consistent"),
+        pytest.param(100, True, True, 2.0, id="transactional"),
+    ],
+)
+def test_read_units(size: int, consistent: bool, transactional: bool, expected: float) -> None:
+    assert units.read_units(size, consistent=consistent, transactional=transactional) == expected
+
+
+def test_cost_per_million_adds_every_line() -> None:
+    # GIVEN 5 WRU, 0.5 RRU and one publish per message, batches of 10 taking 20.2 ms at 1024 MB
+    cost = cost_per_million(
+        wru_per_msg=5, rru_per_msg=0.5, publishes_per_msg=1, batch_ms=20.2, batch_size=10, memory_mb=1024
+    )
+    # THEN each line follows the price list; duration is billed per started millisecond (21 ms)
+    assert cost.dynamodb_writes == pytest.approx(5 * PRICES.dynamodb_per_million_wru)
+    assert cost.dynamodb_reads == pytest.approx(0.5 * PRICES.dynamodb_per_million_rru)
+    assert cost.sns == pytest.approx(PRICES.sns_per_million_publishes)
+    assert cost.lambda_duration == pytest.approx(100_000 * 0.021 * 1.0 * PRICES.lambda_arm64_per_gb_second)
+    assert cost.lambda_requests == pytest.approx(0.1 * PRICES.lambda_per_million_requests)
+    assert cost.total == pytest.approx(sum(v for k, v in cost.as_dict().items() if k != "total"))
+
+
+def test_readme_section_is_replaced_in_place_and_the_rest_kept(tmp_path: Path) -> None:
+    # GIVEN a README with a top, an old Performance section and a section after it
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# Top\n\nintro\n\n{README_HEADING}\n\nold figures\n\n## Later\n\nkept\n", encoding="utf-8")
+    # WHEN the section is written twice
+    update_readme(readme, f"{README_HEADING}\n\nnew figures\n")
+    update_readme(readme, f"{README_HEADING}\n\nnewer figures\n")
+    # THEN only the section changed, once
+    assert readme.read_text(encoding="utf-8") == (
+        f"# Top\n\nintro\n\n{README_HEADING}\n\nnewer figures\n\n## Later\n\nkept\n"
+    )
+
+
+def test_readme_section_is_appended_when_absent(tmp_path: Path) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text("# Top\n\nintro\n", encoding="utf-8")
+    update_readme(readme, f"{README_HEADING}\n\nfigures\n")
+    assert readme.read_text(encoding="utf-8") == f"# Top\n\nintro\n\n{README_HEADING}\n\nfigures\n"
