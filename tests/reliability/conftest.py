@@ -1,0 +1,16 @@
+from __future__ import annotations
+
+from typing import Any
+
+from tests.reliability.test_stateful import STATS
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Print what the chaos run tried, the figures the README's Reliability table quotes."""
+    if STATS.examples:
+        terminalreporter.write_line(
+            f"reliability: {STATS.examples} generated scenarios, {STATS.steps} consumer steps, "
+            f"{STATS.messages} messages, {sum(STATS.faults.values())} faults armed "
+            f"{dict(sorted(STATS.faults.items()))}, "
+            f"{STATS.crashes} invocations crashed, {STATS.redriven} messages redriven to the DLQ"
+        )
