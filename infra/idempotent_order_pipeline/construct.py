@@ -34,17 +34,8 @@ from idempotent_order_pipeline.props import (
     validate,
 )
 from order_events.keys import DEFAULT_IDENTITY_FIELDS
+from order_events.metric_names import OUTCOME_METRICS
 
-#: Handler outcome metrics (EMF, unit Count, dimension ``service``), emitted on every invocation.
-OUTCOME_METRICS = (
-    "OrdersRecorded",
-    "DuplicatesSkipped",
-    "NotificationsPublished",
-    "NotificationsRepublished",
-    "Conflicts",
-    "InvalidMessages",
-    "TransientFailures",
-)
 #: Prefix of the warning annotations this construct adds (acknowledge them with this prefix + id).
 WARNING_PREFIX = "idempotent-order-pipeline"
 # SNS SSE without a customer key: the AWS managed key for SNS (its key policy lets principals of

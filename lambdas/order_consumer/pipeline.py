@@ -26,17 +26,7 @@ from typing import Any
 
 from order_consumer.dead_letter import DeadLetterQueue
 from order_consumer.notifier import Notifier
-from order_consumer.observability import (
-    CONFLICTS,
-    DUPLICATES_SKIPPED,
-    INVALID_MESSAGES,
-    NOTIFICATIONS_PUBLISHED,
-    NOTIFICATIONS_REPUBLISHED,
-    ORDERS_RECORDED,
-    OUTCOME_METRICS,
-    TRANSIENT_FAILURES,
-    logger,
-)
+from order_consumer.observability import logger
 from order_consumer.store import STATUS_SENT, ExistingEvent, OrderStore
 from order_events.errors import (
     IdempotencyConflictError,
@@ -46,6 +36,16 @@ from order_events.errors import (
 )
 from order_events.keys import DEFAULT_IDENTITY_FIELDS
 from order_events.message import OrderMessage, parse_order_message
+from order_events.metric_names import (
+    CONFLICTS,
+    DUPLICATES_SKIPPED,
+    INVALID_MESSAGES,
+    NOTIFICATIONS_PUBLISHED,
+    NOTIFICATIONS_REPUBLISHED,
+    ORDERS_RECORDED,
+    OUTCOME_METRICS,
+    TRANSIENT_FAILURES,
+)
 
 #: Default worker threads: one per record of a default batch (10).
 DEFAULT_MAX_WORKERS = 10
