@@ -64,12 +64,12 @@ def test_chaos_run_on_the_deployed_stack_keeps_every_invariant(tmp_path: Path) -
         run = run_chaos(sandbox, ChaosOptions(orders=40, seed=7, crash_rate=0.3, visibility_timeout=2))
         pids = [sandbox.server.pid, *(environment.pid for environment in sandbox.environments)]
 
-        # THEN the function ran from the deployed asset, not from the repository
-        task_dirs = {Path(str(env.loaded_modules["order_consumer"])).parents[1] for env in sandbox.environments}
-        assert all(tmp_path in task_dir.parents and task_dir.name == "task" for task_dir in task_dirs)
-        # AND it was crashed, and failed in no other way
-        assert run.stats.crashes_injected >= 2
+        # THEN the function failed in no other way than the crashes injected into it
         assert run.stats.unexpected_errors == []
+        assert run.stats.crashes_injected >= 2
+        # AND it ran from the deployed asset, not from the repository
+        sources = {Path(str(env.loaded_modules.get("order_consumer"))) for env in sandbox.environments}
+        assert all(tmp_path in source.parents and source.parents[1].name == "task" for source in sources)
         # AND the source queue is empty
         sqs = endpoint.client("sqs")
         depth = sqs.get_queue_attributes(QueueUrl=outputs["QueueUrl"], AttributeNames=["All"])["Attributes"]
@@ -89,7 +89,7 @@ def test_chaos_run_on_the_deployed_stack_keeps_every_invariant(tmp_path: Path) -
         recorded = {row["event_id"]: row["payload_sha256"] for row in rows}
         assert all(recorded[event_id] in sent for event_id, sent in payloads.items())
         # AND every event is marked sent, with the row's payload
-        assert {event_id: (item["status"], item["payload_sha256"]) for event_id, item in records.items()} == {
+        assert {event_id: (item.get("status"), item.get("payload_sha256")) for event_id, item in records.items()} == {
             event_id: ("sent", payload) for event_id, payload in recorded.items()
         }
         # AND at least one notification per event, all naming the recorded payload
