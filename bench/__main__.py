@@ -23,15 +23,15 @@ from bench.orders import OrderSource
 from bench.run import CONSUMERS, REPO_ROOT, StandIn, construct_memory_mb, measure, stand_in_note, warm_up
 
 FULL = {"batches": 100, "zero_latency_batches": 100, "import_samples": 15}
-QUICK = {"batches": 10, "zero_latency_batches": 5, "import_samples": 5}
+QUICK = {"batches": 8, "zero_latency_batches": 4, "import_samples": 5}
 
 
 def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer batches and samples (under a minute)")
     parser.add_argument("--latency-ms", type=float, default=5.0, help="network round trip per AWS call (default 5)")
-    parser.add_argument("--batches", type=int, help="batches of 10 per consumer at the latency (full 100, quick 10)")
-    parser.add_argument("--zero-latency-batches", type=int, help="batches of 10 at 0 ms (full 100, quick 5)")
+    parser.add_argument("--batches", type=int, help="batches of 10 per consumer at the latency (full 100, quick 8)")
+    parser.add_argument("--zero-latency-batches", type=int, help="batches of 10 at 0 ms (full 100, quick 4)")
     parser.add_argument("--import-samples", type=int, help="fresh interpreters per cold import (full 15, quick 5)")
     parser.add_argument("--out", type=Path, help="results JSON (default: bench/results.json, none with --quick)")
     parser.add_argument("--readme", type=Path, help="README to update (default: README.md, none with --quick)")
@@ -53,7 +53,10 @@ def main(argv: list[str] | None = None) -> int:
     status = Console(file=sys.stderr, highlight=False)
 
     def progress(latency_ms: float, done: int, total: int) -> None:
-        text = f"{latency_ms:g} ms/call: {done}/{total} batches of 10 through each consumer"
+        text = (
+            f"{latency_ms:g} ms/call: {done}/{total} batches of 10 through each consumer "
+            f"({time.perf_counter() - started:.0f} s since the start)"
+        )
         if status.is_terminal:
             status.print(text, end="\n" if done == total else "\r")
         elif done == total or done % 10 == 0:
@@ -62,37 +65,25 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     load_before = " ".join(f"{v:.1f}" for v in os.getloadavg())
 
-    status.print(f"cold import: {import_samples} fresh interpreters per consumer")
     stand_in = StandIn()
-    modules = {name: consumer.import_module for name, consumer in stand_in.consumers.items()}
-    roots = [REPO_ROOT / "lambdas", REPO_ROOT]
-    cold: dict[str, list[coldstart.ImportTime]] = {name: [] for name in CONSUMERS}
-    for _ in range(import_samples):  # interleaved, so that a busy moment hits every consumer alike
-        for name in CONSUMERS:
-            cold[name] += coldstart.import_times(modules[name], roots, samples=1)
-
     source, rng = OrderSource(args.seed), random.Random(args.seed)  # noqa: S311 - test data
     try:
+        phase = time.perf_counter()
+        modules = {name: consumer.import_module for name, consumer in stand_in.consumers.items()}
+        roots = [REPO_ROOT / "lambdas", REPO_ROOT]
+        cold: dict[str, list[coldstart.ImportTime]] = {name: [] for name in CONSUMERS}
+        for _ in range(import_samples):  # interleaved, so that a busy moment hits every consumer alike
+            for name in CONSUMERS:
+                cold[name] += coldstart.import_times(modules[name], roots, samples=1)
+        phase_s = time.perf_counter() - phase
+        status.print(f"cold import: {import_samples} fresh interpreters per consumer ({phase_s:.0f} s)")
         warm_up(stand_in, source, rng)
         at_latency = measure(
-            stand_in,
-            latency_ms=args.latency_ms,
-            batches=batches,
-            source=source,
-            rng=rng,
-            progress=progress,
+            stand_in, latency_ms=args.latency_ms, batches=batches, source=source, rng=rng, progress=progress
         )
-        at_zero = measure(
-            stand_in,
-            latency_ms=0,
-            batches=zero_batches,
-            source=source,
-            rng=rng,
-            progress=progress,
-        )
+        at_zero = measure(stand_in, latency_ms=0, batches=zero_batches, source=source, rng=rng, progress=progress)
     finally:
         stand_in.close()
-    status.print()
 
     memory_mb, memory_source = construct_memory_mb()
     results = {

@@ -136,7 +136,7 @@ def notes(info: RunInfo, results: Mapping[str, Figures]) -> list[str]:
         f"{each(lambda f: format(f.moto_ms_per_call['median'], '.2f'))} ms per call (median); in AWS that work runs "
         "on the service's side, in parallel, inside the round trip the latency stands for. With the stand-in's "
         f"work left on the clock, a batch of 10 at {info.latency_ms:g} ms/call takes "
-        f"{each(lambda f: f'{f.batch10_ms_wall:.0f}')} ms (results-detail.json).",
+        f"{each(lambda f: f'{f.batch10_ms_wall:.0f}')} ms.",
         f"Consumer CPU per batch of 10 (the 0 ms column: its code and botocore's, threads included), ms: "
         f"{each(lambda f: f'{f.consumer_cpu_ms_per_batch:.0f}')}. Lambda gives {info.memory_mb} MB about "
         f"{info.memory_mb / 1769:.2f} vCPU (1 vCPU at 1,769 MB), so CPU weighs more there than here.",

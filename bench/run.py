@@ -410,4 +410,4 @@ def warm_up(stand_in: StandIn, source: OrderSource, rng: random.Random) -> None:
     """Configure every consumer and run a batch through each, unmeasured (a warm Lambda container)."""
     for consumer in stand_in.consumers.values():
         consumer.configure()
-    measure(stand_in, latency_ms=0, batches=2, source=source, rng=rng)
+    measure(stand_in, latency_ms=0, batches=1, source=source, rng=rng)

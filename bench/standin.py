@@ -51,6 +51,8 @@ class Tally:
     wru: float = 0.0
     rru: float = 0.0
     publishes: int = 0
+    #: The largest item written (or attempted) per table, in bytes.
+    item_bytes: dict[str, int] = field(default_factory=dict)
 
     @property
     def total_calls(self) -> int:
@@ -124,12 +126,16 @@ class _DynamoDBCall:
         resolved = key if key is not None else _key_of(table, new or {})
         self.writes.append((table, resolved, new, transactional, _existing(table, resolved)))
 
-    def units(self) -> tuple[float, float]:
-        """(WRU, RRU), once moto has answered (updated items are read back for their new size)."""
+    def units(self, item_bytes: dict[str, int]) -> tuple[float, float]:
+        """(WRU, RRU), once moto has answered (updated items are read back for their new size).
+
+        Also raises ``item_bytes[table]`` to the largest item this call wrote or tried to write.
+        """
         wru = 0.0
         for table, key, new, transactional, old in self.writes:
             after = new if new is not None else _existing(table, key)
             size = max(units.item_size(old), units.item_size(after))
+            item_bytes[table] = max(item_bytes.get(table, 0), size)
             wru += units.write_units(size, transactional=transactional)
         rru = 0.0
         for table, key, consistent, transactional in self.reads:
@@ -231,7 +237,7 @@ class Meter:
             tally.calls[operation] += 1
             tally.moto_seconds.append(moto_seconds)
             if metered is not None:
-                wru, rru = metered.units()
+                wru, rru = metered.units(tally.item_bytes)
                 tally.wru += wru
                 tally.rru += rru
             if service == "sns" and operation == "Publish" and response is not None and response.status_code == 200:
