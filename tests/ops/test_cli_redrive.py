@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -330,3 +331,39 @@ def test_redrive_one_order_after_its_cause_was_fixed(ops: OpsWorld) -> None:
     assert ops.order_rows()["o-1"]["amount"] == 6
     assert ops.event_records()[event_id]["status"] == "sent"
     assert [json.loads(m["Body"])["order_id"] for m in ops.receive_all(ops.dlq_url)] == ["o-2"]
+
+
+class ReparkingSqs:
+    """An SQS client whose copies sent to the queue are parked again at once, as a consumer does with a
+    message that fails permanently: each comes back to the DLQ as a new message."""
+
+    def __init__(self, client: Any, queue_url: str, dlq_url: str) -> None:
+        self._client = client
+        self._queue_url = queue_url
+        self._dlq_url = dlq_url
+        self.sends = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    def send_message_batch(self, *, QueueUrl: str, Entries: list[dict[str, Any]]) -> dict[str, Any]:
+        self.sends += 1
+        assert self.sends < 20, "the redrive keeps moving the messages it parked"
+        target = self._dlq_url if QueueUrl == self._queue_url else QueueUrl
+        return dict(self._client.send_message_batch(QueueUrl=target, Entries=Entries))
+
+
+def test_messages_that_fail_again_during_the_redrive_are_not_moved_again(ops: OpsWorld) -> None:
+    # GIVEN two dead letters that the consumer parks again the moment they are back in the queue
+    ops.dead_letter({"order_id": "o-1"})
+    ops.dead_letter({"order_id": "o-2"})
+    time.sleep(0.01)  # SentTimestamp has millisecond resolution
+    sqs = ReparkingSqs(ops.sqs, ops.queue_url, ops.dlq_url)
+    # WHEN the DLQ is redriven
+    result = ops.run("redrive", "--method", "loop", "--wait-seconds", "0", sqs=sqs)
+    # THEN each was moved once, the loop ended, and the parked copies are left in the DLQ
+    assert result.exit_code == 0, result.output
+    assert "moved 2 message(s)" in result.stdout
+    assert "left 2 that arrived after the redrive started" in result.stdout
+    assert sqs.sends == 1
+    assert ops.visible_count(ops.dlq_url) == 2

@@ -515,6 +515,8 @@ def _print_redrive(report: RedriveReport, queue_url: str) -> None:
         line += f" [{by_code}]"
     if report.skipped:
         line += f"; left {report.skipped} not selected"
+    if report.arrived_later:
+        line += f"; left {report.arrived_later} that arrived after the redrive started (failed again? dlq list)"
     if report.task_handle:
         line += f"; task {report.task_status}"
         if report.task_failure:

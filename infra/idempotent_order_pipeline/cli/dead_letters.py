@@ -125,9 +125,13 @@ class DeadLetter:
             return attribute_key
 
     @property
+    def sent_timestamp_ms(self) -> int:
+        """When the message was sent (for one SQS moved here: when it was first sent), epoch ms."""
+        return int(self.system_attributes.get("SentTimestamp", 0))
+
+    @property
     def sent_at(self) -> str | None:
-        sent = self.system_attributes.get("SentTimestamp")
-        return timestamp(int(sent) / 1000) if sent else None
+        return timestamp(self.sent_timestamp_ms / 1000) if self.sent_timestamp_ms else None
 
     @property
     def receive_count(self) -> int:
@@ -355,6 +359,8 @@ class RedriveReport:
     method: str
     moved: int = 0
     skipped: int = 0
+    #: Messages that reached the DLQ after the redrive started (failed again): left for the next look.
+    arrived_later: int = 0
     moved_by_code: Counter[str] = field(default_factory=Counter)
     #: (message id, why) for messages that stay in the DLQ because their send failed.
     failed: list[tuple[str, str]] = field(default_factory=list)
@@ -468,8 +474,14 @@ def redrive_loop(
     wait_seconds: int = DEFAULT_WAIT_SECONDS,
     identity_fields: Sequence[str] = DEFAULT_IDENTITY_FIELDS,
     on_moved: Callable[[int], None] | None = None,
+    clock: Callable[[], float] = time.time,
 ) -> RedriveReport:
     """Move DLQ messages back to the queue: receive, send, and delete only what was sent.
+
+    Only messages already in the DLQ when the loop starts are moved: one sent to it later - the
+    consumer parking a redriven message again, within a second - is left for the operator (else a
+    message that always fails would circle between the queues for ever). ``SentTimestamp`` tells
+    them apart: SQS keeps a message's first send time when its redrive policy moves it.
 
     A message leaves the DLQ only after SendMessageBatch accepted its copy; one whose send failed
     is made visible again at once and stays. A crash between the send and the delete leaves a copy
@@ -479,6 +491,7 @@ def redrive_loop(
     """
     report = RedriveReport(method="loop")
     fifo = queue_url.endswith(".fifo")
+    started_ms = int(clock() * 1000)
 
     def budget() -> int:
         if max_messages is None:
@@ -487,9 +500,11 @@ def redrive_loop(
 
     with _Sweep(sqs, dead_letter_queue_url, wait_seconds=wait_seconds, identity_fields=identity_fields) as sweep:
         for batch in sweep.batches(budget):
-            chosen = [letter for letter in batch if selection.matches(letter)]
-            skipped = [letter for letter in batch if letter not in chosen]
-            sweep.hold(skipped)
+            later = [letter for letter in batch if letter.sent_timestamp_ms > started_ms]
+            chosen = [letter for letter in batch if letter not in later and selection.matches(letter)]
+            skipped = [letter for letter in batch if letter not in later and letter not in chosen]
+            sweep.hold([*later, *skipped])
+            report.arrived_later += len(later)
             report.skipped += len(skipped)
             failed_before = len(report.failed)
             for chunk in _chunks([(letter, _entry(letter, fifo)) for letter in chosen]):
