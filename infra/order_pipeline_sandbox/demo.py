@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import random
 import shutil
-import tempfile
 import threading
 import time
 from collections import Counter
@@ -55,6 +55,8 @@ DEFAULT_CRASH_RATE = 0.2
 DEFAULT_CONCURRENCY = 2
 #: How long a run may take to drain before it is declared stuck.
 DEFAULT_DRAIN_TIMEOUT_SECONDS = 600.0
+#: Run directories kept under ``<work_dir>/runs`` (older ones are deleted when a sandbox starts).
+KEPT_RUNS = 5
 
 Log = Callable[[str], None]
 
@@ -98,10 +100,38 @@ class Sandbox:
         self.environments: list[FunctionProcess] = []
         self.server: SandboxServerProcess
         self.timings: dict[str, float] = {}
+        self._run_dir = self.options.work_dir / "runs" / "not-started"
+
+    @property
+    def run_dir(self) -> Path:
+        """This sandbox's own files (cloud assembly, CDK log, unpacked function, logs).
+
+        One directory per sandbox, so that two sandboxes started from the same checkout (two
+        developers, or a test and ``make sandbox``) never touch each other's files;
+        ``<work_dir>/latest`` points at the newest.
+        """
+        return self._run_dir
 
     @property
     def logs_dir(self) -> Path:
-        return self.options.work_dir / "logs"
+        """The moto server's log and one log per execution environment (the function's output)."""
+        return self._run_dir / "logs"
+
+    def _make_run_dir(self) -> Path:
+        runs = self.options.work_dir / "runs"
+        runs.mkdir(parents=True, exist_ok=True)
+        for old in sorted(runs.iterdir())[: -(KEPT_RUNS - 1)]:
+            if not _process_alive(old.name.rpartition("-")[2]):  # never a sandbox still running
+                shutil.rmtree(old, ignore_errors=True)
+        run_dir = runs / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+        run_dir.mkdir()
+        latest = self.options.work_dir / "latest"
+        with contextlib.suppress(OSError):
+            staged = latest.with_name(f".latest-{os.getpid()}")
+            staged.unlink(missing_ok=True)
+            staged.symlink_to(run_dir.relative_to(self.options.work_dir))
+            staged.replace(latest)
+        return run_dir
 
     @contextlib.contextmanager
     def _step(self, name: str) -> Iterator[None]:
@@ -120,33 +150,29 @@ class Sandbox:
 
     def _start(self) -> None:
         options = self.options
-        options.work_dir.mkdir(parents=True, exist_ok=True)
-        shutil.rmtree(self.logs_dir, ignore_errors=True)
-        self.logs_dir.mkdir(parents=True)
+        self._run_dir = self._make_run_dir()
+        self.logs_dir.mkdir()
         with self._step("starting the moto server"):
             self.server = SandboxServerProcess(log_path=self.logs_dir / "moto-server.log")
             self.endpoint = self._exit.enter_context(self.server)
         with self._step("publishing the Powertools layer"):
             layer = publish_powertools_layer(self.endpoint, options.work_dir)
         with self._step("cdk bootstrap"):
-            bootstrap(self.endpoint, work_dir=options.work_dir)
+            bootstrap(self.endpoint, work_dir=self.run_dir)
         with self._step(f"cdk deploy {options.stage}/*"):
             self.deployment = deploy(
                 self.endpoint,
                 stage=options.stage,
                 context={"env": options.stage, **options.context},
                 app_dir=options.app_dir,
-                work_dir=options.work_dir,
+                work_dir=self.run_dir,
                 layer=layer,
             )
         with self._step("reading the function back from the endpoint"):
             self.function = describe_function(self.endpoint, self.deployment)
             self.mapping = describe_mapping(self.endpoint, self.function, self.deployment.output("QueueUrl"))
             disable_mapping(self.endpoint, self.mapping)
-            unpacked = Path(
-                self._exit.enter_context(tempfile.TemporaryDirectory(prefix="function-", dir=options.work_dir))
-            )
-            task_dir, layer_dirs = self.function.unpack(unpacked)
+            task_dir, layer_dirs = self.function.unpack(self.run_dir / "function")
         for index in range(options.concurrency):
             environment = FunctionProcess(
                 self.function, self.endpoint, task_dir, layer_dirs, self.logs_dir / f"function-{index}.log"
@@ -180,6 +206,18 @@ class Sandbox:
             Attributes={"RawMessageDelivery": "true"},
         )
         return url
+
+
+def _process_alive(pid: str) -> bool:
+    if not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 class RandomCrashes:

@@ -28,7 +28,7 @@ from order_pipeline_sandbox.server import ACCOUNT, Endpoint
 
 #: The repository root (this package lives in ``infra/order_pipeline_sandbox``).
 REPO_ROOT = Path(__file__).resolve().parents[2]
-#: Working files of the sandbox (git-ignored): layer zips, cloud assembly, logs.
+#: Working files of the sandbox (git-ignored): the layer zip cache, and one directory per run.
 WORK_DIR = REPO_ROOT / ".sandbox"
 #: The CDK CLI pinned in package.json (``npm ci`` installs it; ``npx`` would look in the cwd only).
 CDK_CLI = REPO_ROOT / "node_modules" / ".bin" / "cdk"
@@ -107,7 +107,7 @@ def build_powertools_layer(work_dir: Path = WORK_DIR) -> tuple[Path, str]:
     path = work_dir / "layers" / f"powertools-{version}.zip"
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(".zip.partial")
+        partial = path.with_suffix(f".zip.{os.getpid()}.partial")  # two sandboxes may build it at once
         with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_DEFLATED) as archive:
             for name in LAYER_DISTRIBUTIONS:
                 dist = distribution(name)
