@@ -15,7 +15,7 @@ import argparse
 import os
 import signal
 import sys
-import threading
+import time
 from collections.abc import Sequence
 from types import FrameType
 
@@ -114,7 +114,8 @@ def _run_sandbox(args: argparse.Namespace, console: Console) -> int:
             soft_wrap=True,
         )
         try:
-            threading.Event().wait()
+            while True:  # time.sleep, unlike a lock wait, is interrupted by Ctrl-C
+                time.sleep(1)
         except KeyboardInterrupt:
             console.print("\nstopping...")
         finally:

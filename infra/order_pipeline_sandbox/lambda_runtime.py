@@ -36,6 +36,7 @@ import importlib
 import json
 import os
 import queue
+import signal
 import subprocess
 import sys
 import sysconfig
@@ -355,6 +356,8 @@ def _child_main(argv: Sequence[str]) -> None:
     parser.add_argument("--site-packages", action="append", default=[])
     args = parser.parse_args(argv)
 
+    # Ctrl-C reaches the whole process group; the parent stops us by closing our stdin.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     # Our answers go to the original stdout; whatever the function prints goes to stderr (the log).
     protocol = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)

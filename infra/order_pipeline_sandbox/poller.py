@@ -61,6 +61,7 @@ class PollerStats:
     function_errors: Counter[str] = field(default_factory=Counter)
     unexpected_errors: list[FunctionError] = field(default_factory=list)
     in_flight: int = 0
+    poller_errors: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def add(self, **deltas: int) -> None:
@@ -151,6 +152,7 @@ class SqsPoller:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self.stats = PollerStats()
+        self.last_poller_error: str | None = None
 
     @property
     def stopped_by_error(self) -> bool:
@@ -188,14 +190,19 @@ class SqsPoller:
     def _work(self, environment: FunctionProcess) -> None:
         sqs = self._endpoint.client("sqs")
         while not self._stop.is_set():
-            messages = self._receive(sqs)
-            if not messages:
-                continue
-            self.stats.add(in_flight=1, records_received=len(messages))
             try:
-                self._deliver(sqs, environment, messages)
-            finally:
-                self.stats.add(in_flight=-1)
+                messages = self._receive(sqs)
+                if not messages:
+                    continue
+                self.stats.add(in_flight=1, records_received=len(messages))
+                try:
+                    self._deliver(sqs, environment, messages)
+                finally:
+                    self.stats.add(in_flight=-1)
+            except Exception as exc:  # the endpoint failed us: what was received comes back by itself
+                self.stats.add(poller_errors=1)
+                self.last_poller_error = f"{type(exc).__name__}: {exc}"
+                self._stop.wait(1.0)
 
     def _deliver(self, sqs: Any, environment: FunctionProcess, messages: list[dict[str, Any]]) -> None:
         records = [lambda_record(message, self._mapping.queue_arn, self._endpoint.region) for message in messages]

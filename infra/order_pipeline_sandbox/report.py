@@ -64,6 +64,7 @@ def render(run: ChaosRun, deployed: dict[str, Any], timings: dict[str, float], c
     _row(table, "crashes injected", stats.crashes_injected, "> 0", stats.crashes_injected > 0)
     _row(table, "records reported failed by the function", stats.records_reported_failed)
     _row(table, "function errors not injected", len(stats.unexpected_errors), "0", not stats.unexpected_errors)
+    _row(table, "poller errors (calls to the endpoint that failed)", stats.poller_errors, "0", stats.poller_errors == 0)
     _row(table, "wall time of the run", f"{run.wall_seconds:.1f} s")
     _row(table, "set-up (server, bootstrap, deploy, read back)", f"{sum(timings.values()):.1f} s")
     console.print(table)

@@ -207,8 +207,9 @@ class SandboxServer:
 class SandboxServerProcess:
     """The endpoint in a child process (``python -m order_pipeline_sandbox.server``).
 
-    The child binds a free port on ``localhost`` and prints it; it exits on SIGTERM or SIGINT, and
-    when its stdin closes, so that it dies with this process even if this one is killed.
+    The child binds a free port on ``localhost`` and prints it; it exits on SIGTERM, and when its
+    stdin closes, so that it dies with this process even if this one is killed. It ignores SIGINT:
+    a Ctrl-C reaches the whole process group, and the parent must stop its pollers first.
     """
 
     def __init__(self, region: str = REGION, log_path: str | os.PathLike[str] | None = None) -> None:
@@ -304,8 +305,9 @@ def _serve(region: str) -> None:
     def on_signal(signum: int, frame: object) -> None:
         stop.set()
 
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    # Ctrl-C in a terminal reaches the whole process group: the parent decides when to stop us.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     def watch_stdin(read: Callable[[], str] = sys.stdin.readline) -> None:
         while read():
@@ -319,7 +321,7 @@ def _serve(region: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m order_pipeline_sandbox.server``: serve until SIGTERM, SIGINT or stdin EOF."""
+    """``python -m order_pipeline_sandbox.server``: serve until SIGTERM or stdin EOF (SIGINT is ignored)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--region", default=REGION)
     args = parser.parse_args(argv)
