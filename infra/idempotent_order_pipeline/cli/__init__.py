@@ -7,6 +7,7 @@ only the stack (``--stack``, and ``--endpoint-url`` for the local sandbox):
 * ``send FILE|-``       JSON lines of orders -> the queue, through the producer client;
 * ``inspect EVENT_ID``  (or ``--order ORDER_ID``) the state record, the order row, whether notified;
 * ``dlq list``          the parked messages with their ``error_code``, without consuming them;
+* ``dlq drop``          delete selected parked messages for good (printed as a record);
 * ``redrive``           the DLQ back to the queue (StartMessageMoveTask, else receive-send-delete);
 * ``pending``           state records stuck in ``pending`` (``--resend`` re-enqueues their orders).
 

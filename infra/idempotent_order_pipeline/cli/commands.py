@@ -15,7 +15,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import IO, Any, ParamSpec, TypeVar, cast
+from typing import IO, TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
 
 import click
 from botocore.exceptions import BotoCoreError, ClientError
@@ -57,6 +57,9 @@ from order_events.errors import PermanentError
 from order_events.keys import parse_identity_fields
 from order_events.message import parse_body
 from order_events.producer import MAX_BATCH_ENTRIES, OrderPublisher, PreparedOrder
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs.client import SQSClient
 
 EXIT_NOT_FOUND = 3
 #: Default of ``redrive --timeout``: how long to watch a message move task.
@@ -495,7 +498,7 @@ def redrive(
 
 
 def _start_move_task(
-    sqs: Any, dlq_url: str, queue_url: str, *, rate: int | None, required: bool
+    sqs: SQSClient, dlq_url: str, queue_url: str, *, rate: int | None, required: bool
 ) -> RedriveReport | None:
     try:
         handle = start_move_task(sqs, queue_arn(sqs, dlq_url), queue_arn(sqs, queue_url), rate)
