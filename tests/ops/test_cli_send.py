@@ -184,3 +184,13 @@ def test_module_entry_point_runs_the_cli() -> None:
     assert completed.returncode == 0, completed.stderr
     for command in ("send", "inspect", "dlq", "redrive", "pending"):
         assert command in completed.stdout
+
+
+def test_clients_go_to_the_given_endpoint_and_region() -> None:
+    # GIVEN the options an operator passes for the sandbox
+    clients = AwsClients(endpoint_url="http://localhost:4566", region="ap-southeast-2")
+    # WHEN the clients are created, THEN each talks to that endpoint in that region, created once
+    for client in (clients.sqs, clients.dynamodb, clients.cloudformation, clients.lambda_):
+        assert client.meta.endpoint_url == "http://localhost:4566"
+        assert client.meta.region_name == "ap-southeast-2"
+    assert clients.sqs is clients.sqs
