@@ -1,6 +1,24 @@
-"""A reusable AWS CDK construct: SQS -> Lambda -> DynamoDB (exactly once) -> SNS (at least once)."""
+"""A reusable AWS CDK construct: SQS -> Lambda -> DynamoDB (exactly once) -> SNS (at least once).
 
-from idempotent_order_pipeline.construct import IdempotentOrderPipeline
+The construct is imported on first use, so that the operator CLI (``idempotent_order_pipeline.cli``)
+does not load aws-cdk-lib and start jsii's Node process for every command.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from order_events.metric_names import OUTCOME_METRICS
 
+if TYPE_CHECKING:
+    from idempotent_order_pipeline.construct import IdempotentOrderPipeline
+
 __all__ = ["OUTCOME_METRICS", "IdempotentOrderPipeline"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "IdempotentOrderPipeline":
+        from idempotent_order_pipeline.construct import IdempotentOrderPipeline
+
+        return IdempotentOrderPipeline
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
