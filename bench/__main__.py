@@ -22,7 +22,7 @@ from bench import coldstart, report, summary
 from bench.orders import OrderSource
 from bench.run import CONSUMERS, REPO_ROOT, StandIn, construct_memory_mb, measure, stand_in_note, warm_up
 
-FULL = {"batches": 100, "zero_latency_batches": 100, "import_samples": 15}
+FULL = {"batches": 100, "zero_latency_batches": 100, "import_samples": 25}
 QUICK = {"batches": 8, "zero_latency_batches": 4, "import_samples": 5}
 
 
@@ -32,7 +32,7 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--latency-ms", type=float, default=5.0, help="network round trip per AWS call (default 5)")
     parser.add_argument("--batches", type=int, help="batches of 10 per consumer at the latency (full 100, quick 8)")
     parser.add_argument("--zero-latency-batches", type=int, help="batches of 10 at 0 ms (full 100, quick 4)")
-    parser.add_argument("--import-samples", type=int, help="fresh interpreters per cold import (full 15, quick 5)")
+    parser.add_argument("--import-samples", type=int, help="fresh interpreters per cold import (full 25, quick 5)")
     parser.add_argument("--out", type=Path, help="results JSON (default: bench/results.json, none with --quick)")
     parser.add_argument("--readme", type=Path, help="README to update (default: README.md, none with --quick)")
     parser.add_argument("--seed", type=int, default=7, help="seed of the generated orders")

@@ -2,8 +2,8 @@
 
 Prices are US East (N. Virginia), list prices, free tiers ignored, checked on :data:`PRICES_CHECKED`
 against the public pricing pages (sources below). SQS is left out: every consumer receives and
-deletes the same messages in the same batches, so it costs all four the same. Logs are left out too
-(see the bench's ``log_bytes_per_msg`` detail for what each consumer writes).
+deletes the same messages in the same batches, so it costs all four the same. Logs are reported
+beside the total, not in it (the peers here write none, so the line would only measure the bench).
 """
 
 from __future__ import annotations
@@ -29,12 +29,15 @@ class Prices:
     lambda_arm64_per_gb_second: float = 0.0000133334
     #: Lambda, per million requests (invocations).
     lambda_per_million_requests: float = 0.20
+    #: CloudWatch Logs, per GB ingested (standard class); reported beside the total, not in it.
+    cloudwatch_logs_per_gb_ingested: float = 0.50
 
 
 PRICE_SOURCES = {
     "dynamodb": "https://aws.amazon.com/dynamodb/pricing/on-demand/",
     "sns": "https://aws.amazon.com/sns/pricing/",
     "lambda": "https://aws.amazon.com/lambda/pricing/",
+    "cloudwatch_logs": "https://aws.amazon.com/cloudwatch/pricing/",
 }
 
 PRICES = Prices()

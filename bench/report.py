@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import textwrap
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +17,7 @@ from bench.prices import PRICE_REGION, PRICE_SOURCES, PRICES, PRICES_CHECKED
 from bench.summary import OPERATION_ABBREVIATIONS, Figures, Target
 
 README_HEADING = "## Performance"
+README_WIDTH = 100
 
 
 @dataclass(frozen=True)
@@ -125,6 +127,11 @@ def table_rows(info: RunInfo, results: Mapping[str, Figures]) -> tuple[list[str]
     return header, rows
 
 
+def logs_usd(fig: Figures) -> float:
+    """CloudWatch Logs ingestion per million orders for what the consumer wrote per message."""
+    return fig.log_bytes_per_msg * 1_000_000 / 1e9 * PRICES.cloudwatch_logs_per_gb_ingested
+
+
 def notes(info: RunInfo, results: Mapping[str, Figures]) -> list[str]:
     def each(value: Callable[[Figures], str]) -> str:
         return ", ".join(f"{fig.name} {value(fig)}" for fig in results.values())
@@ -140,6 +147,17 @@ def notes(info: RunInfo, results: Mapping[str, Figures]) -> list[str]:
         f"Consumer CPU per batch of 10 (the 0 ms column: its code and botocore's, threads included), ms: "
         f"{each(lambda f: f'{f.consumer_cpu_ms_per_batch:.0f}')}. Lambda gives {info.memory_mb} MB about "
         f"{info.memory_mb / 1769:.2f} vCPU (1 vCPU at 1,769 MB), so CPU weighs more there than here.",
+        "Logs written per message (JSON log lines, EMF metrics): "
+        + (
+            ", ".join(
+                f"{fig.name} {fig.log_bytes_per_msg:.0f} B, ${logs_usd(fig):.3f} per million orders at CloudWatch "
+                f"Logs' ${PRICES.cloudwatch_logs_per_gb_ingested}/GB ingested"
+                for fig in results.values()
+                if fig.log_bytes_per_msg
+            )
+            or "none"
+        )
+        + "; not in the USD column (the peers here write no logs; real ones would).",
         f"Prices ({PRICE_REGION}, list, checked {PRICES_CHECKED}, free tiers ignored): DynamoDB on-demand "
         f"${PRICES.dynamodb_per_million_wru}/M WRU and ${PRICES.dynamodb_per_million_rru}/M RRU, SNS "
         f"${PRICES.sns_per_million_publishes}/M publishes, Lambda arm64 ${PRICES.lambda_arm64_per_gb_second:.10f}/GB-s "
@@ -175,16 +193,26 @@ def print_report(info: RunInfo, results: Mapping[str, Figures], checks: list[Tar
         console.print(f"  - {note}", highlight=False)
 
 
+def _wrap(text: str, bullet: bool = False) -> str:
+    """Prose wrapped like the rest of the README (100 columns)."""
+    if bullet:
+        return textwrap.fill(text, width=README_WIDTH, initial_indent="- ", subsequent_indent="  ")
+    return textwrap.fill(text, width=README_WIDTH)
+
+
 def markdown(info: RunInfo, results: Mapping[str, Figures], checks: list[Target]) -> str:
     header, rows = table_rows(info, results)
     lines = [
         README_HEADING,
         "",
-        "Four consumers of the same SQS order batches, side by side in one run on the moto stand-in, with a "
-        f"network round trip of {info.latency_ms:g} ms injected per AWS call: `naive` (put + publish, no "
-        "idempotency), `seed` (the seed article's TransactWriteItems / GetItem / Publish / UpdateItem, records "
-        "one after the other), `powertools` (Powertools `BatchProcessor` + `@idempotent_function` around a "
-        "conditional put and a publish) and `ours` (`order_consumer.handler`, unchanged). Reproduce with:",
+        _wrap(
+            "Four consumers of the same SQS order batches, side by side in one run on the moto stand-in, with "
+            f"a network round trip of {info.latency_ms:g} ms injected per AWS call: `naive` (put + publish, no "
+            "idempotency), `seed` (the seed article's TransactWriteItems / GetItem / Publish / UpdateItem, "
+            "records one after the other), `powertools` (Powertools `BatchProcessor` + `@idempotent_function` "
+            "around a conditional put and a publish) and `ours` (`order_consumer.handler`, unchanged). "
+            "Reproduce with:"
+        ),
         "",
         "```bash",
         "make bench        # the full run: writes bench/results.json (+ results-detail.json) and this section",
@@ -196,9 +224,9 @@ def markdown(info: RunInfo, results: Mapping[str, Figures], checks: list[Target]
     ]
     lines += ["| " + " | ".join(f"**{c}**" if row[0] == "ours" else c for c in row) + " |" for row in rows]
     lines += ["", "Targets (ours against the peers of the same run):", ""]
-    lines += [f"- {'met' if c.met else '**missed**'}: {c.name} ({c.detail})" for c in checks]
+    lines += [_wrap(f"{'met' if c.met else '**missed**'}: {c.name} ({c.detail})", bullet=True) for c in checks]
     lines += ["", "How these were measured:", ""]
-    lines += [f"- {note}" for note in notes(info, results)]
+    lines += [_wrap(note, bullet=True) for note in notes(info, results)]
     return "\n".join(lines) + "\n"
 
 
