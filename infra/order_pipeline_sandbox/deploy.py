@@ -138,14 +138,20 @@ def publish_powertools_layer(endpoint: Endpoint, work_dir: Path = WORK_DIR) -> L
 
 
 def cdk_environment(endpoint: Endpoint) -> dict[str, str]:
-    """The CLI's environment: the endpoint, the venv's Node first, no prompts, no phoning home."""
+    """The CLI's environment: the endpoint, the venv's Node first, no prompts, no phoning home.
+
+    No ``AWS_*`` variable of the caller gets through (a profile, a session token, another endpoint):
+    the CLI sees the sandbox's credentials and endpoint only.
+    """
     bin_dir = str(Path(sys.executable).parent)
+    inherited = {name: value for name, value in os.environ.items() if not name.startswith("AWS_")}
     return {
-        **os.environ,
+        **inherited,
         **endpoint.environment(),
         "PATH": os.pathsep.join([bin_dir, os.environ.get("PATH", "")]),
         "CDK_DISABLE_VERSION_CHECK": "1",
         "CDK_CLI_NOTICES": "false",
+        "CDK_DISABLE_CLI_TELEMETRY": "true",
         "JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION": "1",
         "CI": "true",
     }

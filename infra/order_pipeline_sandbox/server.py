@@ -157,6 +157,12 @@ def prepare_moto() -> None:
     Queue.wait_for_messages = _wait_for_messages  # type: ignore[method-assign]
 
 
+def restore_moto() -> None:
+    """Undo :func:`prepare_moto` (for test suites that share a process with plain ``mock_aws``)."""
+    moto_patches.revert()
+    Queue.wait_for_messages = _original_wait_for_messages  # type: ignore[method-assign]
+
+
 def build_app() -> SerializedApp:
     """moto's server application (every service, dispatched by host and signature), serialized."""
     prepare_moto()
