@@ -59,8 +59,8 @@ def test_pending_lists_only_records_older_than_the_threshold_oldest_first(ops: O
 
 
 def test_resend_rebuilds_each_order_and_the_consumer_publishes_it_without_rewriting_the_row(ops: OpsWorld) -> None:
-    # GIVEN two old pending records whose messages are gone
-    record_pending(ops, {"o-old": 3600, "o-older": 7200})
+    # GIVEN two old pending records whose messages are gone, and a recent one still in flight
+    record_pending(ops, {"o-old": 3600, "o-older": 7200, "o-new": 60})
     rows_before = ops.order_rows()
     # WHEN they are resent
     result = ops.run("pending", "--resend")
