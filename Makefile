@@ -76,6 +76,11 @@ bench: $(STAMP) ## Four consumers side by side (latency, calls, request units, U
 bench-quick: $(STAMP) ## The same benchmark with fewer batches and samples (under a minute); writes nothing
 	$(BENCH) --quick
 
+.PHONY: reliability
+reliability: $(STAMP) ## Long chaos profile (10,000 generated scenarios, 5,000 fuzzed inputs), then a ~10,000-message demo run
+	HYPOTHESIS_PROFILE=reliability $(BIN)/python -m pytest tests/reliability -p no:logging -q
+	$(SANDBOX) demo --orders 8000 --crash-rate 0.05
+
 .PHONY: snapshot-update
 snapshot-update: $(STAMP) ## Refresh the CloudFormation snapshots after a deliberate change
 	$(BIN)/python -m pytest tests --snapshot-update -m "not e2e" -k snapshot
@@ -87,5 +92,5 @@ format: $(STAMP) ## Apply ruff's formatter and fixes
 
 .PHONY: clean
 clean: ## Remove the venv, node_modules and build output
-	rm -rf $(VENV) node_modules cdk.out .pytest_cache .mypy_cache .ruff_cache .hypothesis build *.egg-info
+	rm -rf $(VENV) node_modules cdk.out .sandbox .pytest_cache .mypy_cache .ruff_cache .hypothesis build *.egg-info
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -47,7 +47,7 @@ settings.register_profile(
 settings.register_profile(
     "reliability",
     max_examples=10_000,
-    stateful_step_count=30,
+    stateful_step_count=20,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
