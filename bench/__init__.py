@@ -10,7 +10,8 @@ Not part of the product: nothing under ``lambdas/`` or ``infra/`` imports this p
 * :mod:`bench.consumers` - ``naive``, ``seed`` and ``powertools`` (the peers) and ``ours`` (the product
   handler, unchanged);
 * :mod:`bench.coldstart` - handler import time in a fresh interpreter;
-* :mod:`bench.run` - the measurement; :mod:`bench.report` - results JSON, rich table, README section.
+* :mod:`bench.run` - the measurement; :mod:`bench.summary` - figures and targets;
+  :mod:`bench.report` - results JSON, rich table, README section.
 
 Keep this module and :mod:`bench.consumers` free of imports: the cold-import figure of each peer
 is measured by importing its module in a fresh interpreter.

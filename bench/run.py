@@ -4,9 +4,10 @@ For every repetition one batch of 10 new orders is generated; each consumer, in 
 with the repetition (so that no consumer always runs right after another one's garbage), gets
 
 1. fresh tables (outside the timing: moto's ``TransactWriteItems`` copies whole tables, so reused
-   tables would charge the transactional consumers for moto's sake; see :data:`STAND_IN_NOTE`);
-2. the batch's first delivery: wall time, calls by operation, moto's own time per call, request
-   units, publishes, log bytes;
+   tables would charge the transactional consumers for moto's sake; see :func:`stand_in_note`);
+2. the batch's first delivery: its time with the stand-in's own work off the clock and its wall time
+   (see :mod:`bench.standin`), calls by operation, moto's own time per call, request units,
+   publishes, log bytes;
 3. the same messages again (a redelivery after success): the same figures;
 4. a count of its order rows against the distinct orders (duplicate rows).
 
