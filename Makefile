@@ -40,8 +40,8 @@ lint: $(STAMP) ## ruff + mypy
 	$(BIN)/mypy
 
 .PHONY: test
-test: lint ## Lint, then every test (unit, behavioural, infra, the marked end-to-end ones)
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+test: lint ## Lint, then every test (unit, behavioural, infra, the marked end-to-end ones), on 2 workers
+	$(BIN)/python -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
 
 .PHONY: test-fast
 test-fast: $(STAMP) ## Every test except the slow end-to-end ones
