@@ -131,6 +131,28 @@ class SendResult:
         """Whether SQS accepted the order."""
         return self.message_id is not None
 
+    @classmethod
+    def of(
+        cls,
+        index: int,
+        prepared: PreparedOrder,
+        attempts: int,
+        *,
+        message_id: str | None = None,
+        error: str | None = None,
+        error_code: str | None = None,
+    ) -> SendResult:
+        """The result of a prepared order after ``attempts`` calls: sent (``message_id``) or not (``error``)."""
+        return cls(
+            index=index,
+            event_id=prepared.event_id,
+            order_id=prepared.order_id,
+            message_id=message_id,
+            error=error,
+            error_code=error_code,
+            attempts=attempts,
+        )
+
 
 def _retryable(exc: Exception) -> bool:
     """Whether a whole-call failure may succeed on another attempt."""
@@ -321,48 +343,44 @@ class OrderPublisher:
                 if not _retryable(exc):
                     for entry_id in list(waiting):
                         index, prepared = waiting.pop(entry_id)
-                        results[index] = SendResult(
-                            index=index,
-                            event_id=prepared.event_id,
-                            order_id=prepared.order_id,
+                        results[index] = SendResult.of(
+                            index,
+                            prepared,
+                            attempt,
                             error=f"SendMessageBatch failed: {exc}",
                             error_code="REJECTED",
-                            attempts=attempt,
                         )
                     break
                 last_error.update(dict.fromkeys(waiting, f"SendMessageBatch failed: {exc}"))
                 continue
             for success in response.get("Successful", []):
                 index, prepared = waiting.pop(success["Id"])
-                results[index] = SendResult(
-                    index=index,
-                    event_id=prepared.event_id,
-                    order_id=prepared.order_id,
+                results[index] = SendResult.of(
+                    index,
+                    prepared,
+                    attempt,
                     message_id=success["MessageId"],
-                    attempts=attempt,
                 )
             for failure in response.get("Failed", []):
                 reason = f"{failure.get('Code', '?')}: {failure.get('Message', '')}".strip()
                 if failure.get("SenderFault") and failure["Id"] in waiting:
                     index, prepared = waiting.pop(failure["Id"])
-                    results[index] = SendResult(
-                        index=index,
-                        event_id=prepared.event_id,
-                        order_id=prepared.order_id,
+                    results[index] = SendResult.of(
+                        index,
+                        prepared,
+                        attempt,
                         error=f"SQS rejected the message: {reason}",
                         error_code="REJECTED",
-                        attempts=attempt,
                     )
                 else:
                     last_error[failure["Id"]] = reason
             # Entries in neither list stay waiting: their outcome is unknown, so they are sent again.
         for entry_id, (index, prepared) in waiting.items():
-            results[index] = SendResult(
-                index=index,
-                event_id=prepared.event_id,
-                order_id=prepared.order_id,
+            results[index] = SendResult.of(
+                index,
+                prepared,
+                attempt,
                 error=f"not accepted after {attempt} attempt(s): {last_error.get(entry_id, 'no answer for the entry')}",
                 error_code="GAVE_UP",
-                attempts=attempt,
             )
         return results
