@@ -34,10 +34,11 @@ $(STAMP): requirements.txt requirements-dev.txt package.json package-lock.json p
 venv: $(STAMP) ## Create .venv and node_modules (done automatically by every other target)
 
 .PHONY: lint
-lint: $(STAMP) ## ruff + mypy
+lint: $(STAMP) ## ruff + mypy (the library, then the Lambda asset on its own root)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	MYPYPATH=lambdas $(BIN)/mypy -p order_consumer -p order_events
 
 .PHONY: test
 test: lint ## Lint, then every test (unit, behavioural, infra, the marked end-to-end ones), on 2 workers

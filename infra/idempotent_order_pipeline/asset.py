@@ -9,19 +9,17 @@ from aws_cdk import aws_lambda
 #: The Lambda entry point (contract with ``lambdas/order_consumer/handler.py``).
 HANDLER = "order_consumer.handler.handler"
 
-#: Left out of the asset so its hash depends on the code only: bytecode caches, and the egg-info an
-#: editable install writes into ``lambdas/``.
+#: Left out of the asset so its hash depends on the code only: bytecode caches and build metadata.
 ASSET_EXCLUDES = ("__pycache__", "*.pyc", "*.egg-info")
 
-# An installed distribution ships the asset next to this module (pyproject.toml maps ``lambdas/``
-# to ``idempotent_order_pipeline/_lambda_asset``); a source checkout has it at the repository root.
-_INSTALLED_ASSET = Path(__file__).parent / "_lambda_asset"
-_SOURCE_ASSET = Path(__file__).resolve().parents[2] / "lambdas"
+# The asset root is a directory of this package, in a source checkout (where ``lambdas/`` at the
+# repository root is a link to it) and in an installed distribution alike.
+_ASSET_ROOT = Path(__file__).parent / "_lambda_asset"
 
 
 def lambda_asset_path() -> Path:
     """The asset root holding ``order_consumer/`` and ``order_events/``."""
-    return _INSTALLED_ASSET if _INSTALLED_ASSET.is_dir() else _SOURCE_ASSET
+    return _ASSET_ROOT
 
 
 def lambda_code() -> aws_lambda.Code:

@@ -26,6 +26,8 @@ from aws_cdk import (
 from constructs import Construct
 
 from idempotent_order_pipeline import asset, monitoring, permissions, powertools
+from idempotent_order_pipeline._lambda_asset.order_events.metric_names import OUTCOME_METRICS
+from idempotent_order_pipeline.keys import DEFAULT_IDENTITY_FIELDS
 from idempotent_order_pipeline.props import (
     DEAD_LETTER_RETENTION,
     PipelineProps,
@@ -33,8 +35,6 @@ from idempotent_order_pipeline.props import (
     derived_visibility_timeout,
     validate,
 )
-from order_events.keys import DEFAULT_IDENTITY_FIELDS
-from order_events.metric_names import OUTCOME_METRICS
 
 #: Prefix of the warning annotations this construct adds (acknowledge them with this prefix + id).
 WARNING_PREFIX = "idempotent-order-pipeline"

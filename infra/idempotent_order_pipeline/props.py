@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from aws_cdk import Duration, RemovalPolicy, Token, aws_kms, aws_lambda, aws_logs, aws_sns
 
-from order_events.keys import parse_identity_fields
+from idempotent_order_pipeline.keys import parse_identity_fields
 
 #: Fixed: the longest SQS allows, so a parked message has the most time to be looked at.
 DEAD_LETTER_RETENTION = Duration.days(14)

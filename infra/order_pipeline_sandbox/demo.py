@@ -24,7 +24,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from order_events.keys import parse_identity_fields
+from idempotent_order_pipeline.keys import parse_identity_fields
 from order_pipeline_sandbox import checks, traffic
 from order_pipeline_sandbox.deploy import (
     DEFAULT_STAGE,

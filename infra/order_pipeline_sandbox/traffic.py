@@ -22,14 +22,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from order_events.keys import (
+from idempotent_order_pipeline._lambda_asset.order_events.message import parse_body
+from idempotent_order_pipeline.keys import (
     DEFAULT_IDENTITY_FIELDS,
     EVENT_ID_FIELD,
     IDEMPOTENCY_KEY_ATTRIBUTE,
     derive_event_id,
     payload_sha256,
 )
-from order_events.message import parse_body
 
 #: Defaults of the traffic mix, as shares of the number of orders.
 DEFAULT_RESEND_SHARE = 0.2

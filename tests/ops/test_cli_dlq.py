@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from order_events.keys import derive_event_id
-from order_events.producer import OrderPublisher
+from idempotent_order_pipeline.keys import derive_event_id
+from idempotent_order_pipeline.producer import OrderPublisher
 from tests.ops.conftest import OpsWorld
 
 

@@ -7,8 +7,8 @@ from decimal import Decimal
 
 import pytest
 
-from order_events.keys import derive_event_id, payload_sha256
-from order_events.producer import OrderPublisher
+from idempotent_order_pipeline.keys import derive_event_id, payload_sha256
+from idempotent_order_pipeline.producer import OrderPublisher
 from tests.consumer.harness import ArmedFault, client_error
 from tests.ops.conftest import OpsWorld
 

@@ -8,8 +8,8 @@ from decimal import Decimal
 
 import pytest
 
-from order_events.keys import derive_event_id
-from order_events.producer import OrderPublisher
+from idempotent_order_pipeline.keys import derive_event_id
+from idempotent_order_pipeline.producer import OrderPublisher
 from tests.consumer.harness import ArmedFault, client_error, seed
 from tests.ops.conftest import OpsWorld
 

@@ -11,8 +11,8 @@ import pytest
 
 from idempotent_order_pipeline.cli import dead_letters
 from idempotent_order_pipeline.cli.dead_letters import RedriveReport, wait_for_move_task
-from order_events.keys import derive_event_id
-from order_events.producer import OrderPublisher
+from idempotent_order_pipeline.keys import derive_event_id
+from idempotent_order_pipeline.producer import OrderPublisher
 from tests.consumer.harness import ArmedFault, FaultBoard, GuardedClient, client_error
 from tests.ops.conftest import FakeSleep, OpsWorld, PartialBatchSqs
 

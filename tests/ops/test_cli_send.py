@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from idempotent_order_pipeline.cli import cli
 from idempotent_order_pipeline.cli.aws import AwsClients
-from order_events.keys import derive_event_id
+from idempotent_order_pipeline.keys import derive_event_id
 from tests.consumer.harness import ArmedFault, FaultBoard, GuardedClient, client_error
 from tests.ops.conftest import OpsWorld
 

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from botocore.exceptions import EndpointConnectionError
 
-from order_events.errors import InvalidMessageError, ItemTooLargeError, OrderSendError
-from order_events.keys import derive_event_id
-from order_events.producer import OrderPublisher
+from idempotent_order_pipeline.errors import InvalidMessageError, ItemTooLargeError, OrderSendError
+from idempotent_order_pipeline.keys import derive_event_id
+from idempotent_order_pipeline.producer import OrderPublisher
 from tests.consumer.harness import ArmedFault, FaultBoard, GuardedClient, client_error
 from tests.ops.conftest import FakeSleep, OpsWorld, PartialBatchSqs
 

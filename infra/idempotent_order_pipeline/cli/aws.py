@@ -10,7 +10,7 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from idempotent_order_pipeline.cli.errors import StackNotFoundError, StackOutputMissingError
-from order_events.keys import DEFAULT_IDENTITY_FIELDS, parse_identity_fields
+from idempotent_order_pipeline.keys import DEFAULT_IDENTITY_FIELDS, parse_identity_fields
 
 if TYPE_CHECKING:
     from mypy_boto3_cloudformation.client import CloudFormationClient

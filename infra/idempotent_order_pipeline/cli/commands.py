@@ -20,6 +20,7 @@ from typing import IO, TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
 import click
 from botocore.exceptions import BotoCoreError, ClientError
 
+from idempotent_order_pipeline._lambda_asset.order_events.message import parse_body
 from idempotent_order_pipeline.cli.aws import (
     DEAD_LETTER_QUEUE_URL,
     DEFAULT_STACK,
@@ -53,10 +54,9 @@ from idempotent_order_pipeline.cli.records import (
     order_from_row,
 )
 from idempotent_order_pipeline.cli.render import age, short, timestamp, to_json
-from order_events.errors import PermanentError
-from order_events.keys import parse_identity_fields
-from order_events.message import parse_body
-from order_events.producer import MAX_BATCH_ENTRIES, OrderPublisher, PreparedOrder
+from idempotent_order_pipeline.errors import PermanentError
+from idempotent_order_pipeline.keys import parse_identity_fields
+from idempotent_order_pipeline.producer import MAX_BATCH_ENTRIES, OrderPublisher, PreparedOrder
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient

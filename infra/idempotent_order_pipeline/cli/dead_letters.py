@@ -28,13 +28,13 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from idempotent_order_pipeline._lambda_asset.order_events.message import ORDER_ID_FIELD, parse_body
+from idempotent_order_pipeline._lambda_asset.order_events.parked import ORIGINAL_ATTRIBUTES, REASON_ATTRIBUTES
 from idempotent_order_pipeline.cli.errors import MoveTaskUnsupportedError
 from idempotent_order_pipeline.cli.render import timestamp
-from order_consumer.dead_letter import ORIGINAL_ATTRIBUTES, REASON_ATTRIBUTES
-from order_events.errors import InvalidMessageError
-from order_events.keys import DEFAULT_IDENTITY_FIELDS, IDEMPOTENCY_KEY_ATTRIBUTE, resolve_event_id
-from order_events.message import ORDER_ID_FIELD, parse_body
-from order_events.producer import MAX_BATCH_BYTES, MAX_BATCH_ENTRIES, fifo_id
+from idempotent_order_pipeline.errors import InvalidMessageError
+from idempotent_order_pipeline.keys import DEFAULT_IDENTITY_FIELDS, IDEMPOTENCY_KEY_ATTRIBUTE, resolve_event_id
+from idempotent_order_pipeline.producer import MAX_BATCH_BYTES, MAX_BATCH_ENTRIES, fifo_id
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient

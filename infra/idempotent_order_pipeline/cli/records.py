@@ -12,10 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from idempotent_order_pipeline._lambda_asset.order_events.message import PAYLOAD_SHA256_FIELD
 from idempotent_order_pipeline.cli.errors import CannotResendError
 from idempotent_order_pipeline.cli.render import item, timestamp
-from order_events.keys import EVENT_ID_FIELD, payload_sha256
-from order_events.message import PAYLOAD_SHA256_FIELD
+from idempotent_order_pipeline.keys import EVENT_ID_FIELD, payload_sha256
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient

@@ -9,7 +9,7 @@ from typing import Any
 
 from boto3.dynamodb.types import Binary, TypeDeserializer
 
-from order_events.keys import canonical_json
+from idempotent_order_pipeline.keys import canonical_json
 
 _deserializer = TypeDeserializer()
 

@@ -10,16 +10,12 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from order_events.errors import DeadLetterSendError, PermanentError
+from order_events.parked import MAX_MESSAGE_ATTRIBUTES, ORIGINAL_ATTRIBUTES, REASON_ATTRIBUTES
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient
     from mypy_boto3_sqs.type_defs import MessageAttributeValueTypeDef
 
-# SQS allows 10 message attributes; three carry the reason.
-MAX_MESSAGE_ATTRIBUTES = 10
-REASON_ATTRIBUTES = ("error_code", "error_message", "source_message_id")
-# Original attributes that do not fit beside the reason travel as one JSON attribute.
-ORIGINAL_ATTRIBUTES = "original_attributes"
 MAX_ERROR_MESSAGE_CHARS = 1024
 
 

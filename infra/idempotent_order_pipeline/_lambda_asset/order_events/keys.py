@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
-from order_events.errors import (
+from .errors import (
     IdempotencyKeyMismatchError,
     InvalidMessageError,
     MissingIdentityFieldError,

@@ -16,8 +16,8 @@ from typing import Any
 
 from boto3.dynamodb.types import TypeSerializer
 
-from order_events.errors import InvalidMessageError, ItemTooLargeError
-from order_events.keys import (
+from .errors import InvalidMessageError, ItemTooLargeError
+from .keys import (
     DEFAULT_IDENTITY_FIELDS,
     EVENT_ID_FIELD,
     IDEMPOTENCY_KEY_ATTRIBUTE,

@@ -1,15 +1,15 @@
 """The producer client: send orders to the pipeline's queue carrying the key the consumer resolves.
 
 Seed 004's first two layers live here: the idempotency key is derived from the order's content by
-:mod:`order_events.keys` (the function the consumer uses) and travels twice, as the body field
+:mod:`idempotent_order_pipeline.keys` (the function the consumer uses) and travels twice, as the body field
 ``event_id`` and as the ``idempotency_key`` message attribute. Sending the same order twice - a
 retry after a timeout, a replayed file - yields the same key, so the consumer records it once.
 
-Every order is checked against the consumer's message contract before it is sent
-(:func:`order_events.message.parse_order_message`): an order the consumer would park in the DLQ is
-refused here with :class:`~order_events.errors.InvalidMessageError` instead.
+Every order is checked against the consumer's message contract before it is sent (with the
+consumer's own parser, ``order_events.message.parse_order_message``): an order the consumer would
+park in the DLQ is refused here with :class:`~idempotent_order_pipeline.errors.InvalidMessageError`.
 
-The body is the canonical JSON of the order (:func:`order_events.keys.canonical_json`): numbers are
+The body is the canonical JSON of the order (:func:`idempotent_order_pipeline.keys.canonical_json`): numbers are
 written exactly, so a :class:`~decimal.Decimal` such as ``Decimal("0.10")`` arrives as ``0.1``,
 never as a binary float. On a FIFO queue the message group is the order (``order_id``) and the
 deduplication id the event, so SQS itself drops a resend within its five-minute window.
@@ -17,6 +17,10 @@ deduplication id the event, so SQS itself drops a resend within its five-minute 
 Delivery is at least once: when a call fails in a way that leaves its outcome unknown (a timeout
 after SQS accepted the batch), the retry may enqueue an order a second time. That is safe - the key
 is the same, so the consumer records it once - and it is the only way not to lose it.
+
+The key functions are re-exported here (and in :mod:`idempotent_order_pipeline.keys`), so a
+producer needs one import path: ``from idempotent_order_pipeline.producer import OrderPublisher,
+derive_event_id``.
 """
 
 from __future__ import annotations
@@ -34,15 +38,30 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from order_events.errors import InvalidMessageError, OrderSendError, PermanentError
-from order_events.keys import (
+from idempotent_order_pipeline._lambda_asset.order_events.message import ORDER_ID_FIELD, parse_order_message
+from idempotent_order_pipeline.errors import InvalidMessageError, OrderSendError, PermanentError
+from idempotent_order_pipeline.keys import (
     DEFAULT_IDENTITY_FIELDS,
     EVENT_ID_FIELD,
     IDEMPOTENCY_KEY_ATTRIBUTE,
     canonical_json,
+    derive_event_id,
+    payload_sha256,
     resolve_event_id,
 )
-from order_events.message import ORDER_ID_FIELD, parse_order_message
+
+__all__ = [
+    "InvalidMessageError",
+    "OrderPublisher",
+    "OrderSendError",
+    "PreparedOrder",
+    "SendResult",
+    "canonical_json",
+    "derive_event_id",
+    "encode_body",
+    "payload_sha256",
+    "resolve_event_id",
+]
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient

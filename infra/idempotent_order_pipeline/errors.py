@@ -1,0 +1,43 @@
+"""The pipeline's domain errors for library users (producer, CLI): :mod:`order_events.errors` re-exported.
+
+One module defines them all (inside the Lambda asset, since the consumer raises them too); catching
+``idempotent_order_pipeline.errors.InvalidMessageError`` catches what the producer raises.
+"""
+
+from __future__ import annotations
+
+from idempotent_order_pipeline._lambda_asset.order_events.errors import (
+    ConfigurationError,
+    DeadLetterSendError,
+    IdempotencyConflictError,
+    IdempotencyKeyMismatchError,
+    InvalidMessageError,
+    ItemTooLargeError,
+    MissingIdentityFieldError,
+    NotificationFailedError,
+    OrderPipelineError,
+    OrderSendError,
+    OutOfTimeError,
+    PermanentError,
+    RejectedByStoreError,
+    StoreUnavailableError,
+    TransientError,
+)
+
+__all__ = [
+    "ConfigurationError",
+    "DeadLetterSendError",
+    "IdempotencyConflictError",
+    "IdempotencyKeyMismatchError",
+    "InvalidMessageError",
+    "ItemTooLargeError",
+    "MissingIdentityFieldError",
+    "NotificationFailedError",
+    "OrderPipelineError",
+    "OrderSendError",
+    "OutOfTimeError",
+    "PermanentError",
+    "RejectedByStoreError",
+    "StoreUnavailableError",
+    "TransientError",
+]

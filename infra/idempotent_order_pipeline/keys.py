@@ -1,0 +1,36 @@
+"""Idempotency keys and payload fingerprints for producers: the very functions the consumer runs.
+
+This module re-exports :mod:`order_events.keys` from the Lambda asset shipped inside this package
+(``idempotent_order_pipeline._lambda_asset``), so a producer and the consumer can never derive
+different keys for one order: there is one implementation, not a copy.
+"""
+
+from __future__ import annotations
+
+from idempotent_order_pipeline._lambda_asset.order_events.keys import (
+    DEFAULT_IDENTITY_FIELDS,
+    EVENT_ID_FIELD,
+    IDEMPOTENCY_KEY_ATTRIBUTE,
+    IDENTITY_SEPARATOR,
+    MAX_EVENT_ID_BYTES,
+    canonical_json,
+    derive_event_id,
+    number_text,
+    parse_identity_fields,
+    payload_sha256,
+    resolve_event_id,
+)
+
+__all__ = [
+    "DEFAULT_IDENTITY_FIELDS",
+    "EVENT_ID_FIELD",
+    "IDEMPOTENCY_KEY_ATTRIBUTE",
+    "IDENTITY_SEPARATOR",
+    "MAX_EVENT_ID_BYTES",
+    "canonical_json",
+    "derive_event_id",
+    "number_text",
+    "parse_identity_fields",
+    "payload_sha256",
+    "resolve_event_id",
+]
