@@ -77,9 +77,13 @@ bench: $(STAMP) ## Four consumers side by side (latency, calls, request units, U
 bench-quick: $(STAMP) ## The same benchmark with fewer batches and samples (under a minute); writes nothing
 	$(BENCH) --quick
 
+# KILL_CHAOS_KILLS: SIGKILLs of the handler process per queue type in the kill-chaos step (make test: 15).
+KILL_CHAOS_KILLS ?= 520
+
 .PHONY: reliability
-reliability: $(STAMP) ## Long chaos profile (10,000 generated scenarios, 5,000 fuzzed inputs), then a ~10,000-message demo run
-	HYPOTHESIS_PROFILE=reliability $(BIN)/python -m pytest tests/reliability -p no:logging -q
+reliability: $(STAMP) ## Long chaos profile (10,000 generated scenarios, 5,000 fuzzed inputs), 1,040 real SIGKILLs, then a ~10,000-message demo run
+	HYPOTHESIS_PROFILE=reliability $(BIN)/python -m pytest tests/reliability -p no:logging -q --deselect tests/reliability/test_kills.py
+	KILL_CHAOS_KILLS=$(KILL_CHAOS_KILLS) $(BIN)/python -m pytest tests/reliability/test_kills.py -p no:logging -q
 	$(SANDBOX) demo --orders 8000 --crash-rate 0.05
 
 .PHONY: snapshot-update
