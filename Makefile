@@ -26,7 +26,7 @@ help: ## List the targets
 $(STAMP): requirements.txt requirements-dev.txt package.json package-lock.json pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	$(BIN)/npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
@@ -79,6 +79,10 @@ demo: $(STAMP) ## The main job: real `cdk deploy` of dev onto a local moto endpo
 .PHONY: sandbox
 sandbox: $(STAMP) ## Deploy dev onto a local moto endpoint and poll its queue into the function until Ctrl-C
 	$(SANDBOX) sandbox
+
+.PHONY: endpoint
+endpoint: $(STAMP) ## A local AWS endpoint (moto, bootstrapped) for your own CDK app; writes .sandbox/endpoint.env; until Ctrl-C
+	$(SANDBOX).endpoint
 
 # The benchmark (bench/, outside the product packages) also imports the sandbox's moto fix from infra/.
 BENCH := PYTHONPATH=$(CURDIR):$(CURDIR)/lambdas:$(CURDIR)/infra $(BIN)/python -m bench
