@@ -111,5 +111,5 @@ format: $(STAMP) ## Apply ruff's formatter and fixes
 
 .PHONY: clean
 clean: ## Remove the venv, node_modules and build output
-	rm -rf $(VENV) node_modules cdk.out .sandbox .pytest_cache .mypy_cache .ruff_cache .hypothesis build *.egg-info
+	rm -rf $(VENV) node_modules cdk.out .sandbox .pytest_cache .mypy_cache .ruff_cache .hypothesis build dist *.egg-info
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
