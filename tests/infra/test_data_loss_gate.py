@@ -7,6 +7,7 @@ default configuration's masked template, the form the snapshots are committed in
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -170,3 +171,14 @@ def test_the_gate_passes_the_app_against_its_committed_snapshots(
     assert "prod/OrderPipeline: compared with" in output
     assert set(gate.STAGE_SNAPSHOTS) == set(synthesized_app.stages)
     assert "The data-loss gate passed" in output
+
+
+def test_make_test_runs_the_gate() -> None:
+    # GIVEN the Makefile, WHEN its test target is read, THEN the gate (make diff) is one of its steps
+    makefile = (gate.REPO_ROOT / "Makefile").read_text()
+    test_target = re.search(r"^test: (.*?) ##", makefile, re.M)
+    diff_recipe = re.search(r"^diff: .*\n\t(.*)\n", makefile, re.M)
+    assert test_target is not None
+    assert "diff" in test_target[1].split()
+    assert diff_recipe is not None
+    assert "-m data_loss_gate" in diff_recipe[1]
