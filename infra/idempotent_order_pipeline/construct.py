@@ -27,6 +27,7 @@ from constructs import Construct
 
 from idempotent_order_pipeline import asset, monitoring, permissions, powertools
 from idempotent_order_pipeline._lambda_asset.order_events.metric_names import OUTCOME_METRICS
+from idempotent_order_pipeline.discovery import mark as mark_for_discovery
 from idempotent_order_pipeline.keys import DEFAULT_IDENTITY_FIELDS
 from idempotent_order_pipeline.props import (
     DEAD_LETTER_RETENTION,
@@ -199,6 +200,7 @@ class IdempotentOrderPipeline(Construct):
         """Every alarm, by role (``dead_letter_queue_not_empty``, ``conflicts``, ...)."""
         self.dashboard: aws_cloudwatch.Dashboard = monitoring.create_dashboard(self, resources, self.alarms)
         """Queue, function, handler outcomes and tables on one CloudWatch dashboard."""
+        mark_for_discovery(self)  # resource metadata the operator CLI finds this pipeline by
 
     def _default_service_name(self) -> str:
         """The stack name and this construct's path inside the stack: unique per account and region."""
