@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import weakref
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypedDict
@@ -28,7 +29,7 @@ from aws_cdk import (
     aws_sns,
     aws_sqs,
 )
-from constructs import Construct, IValidation
+from constructs import Construct, IConstruct, IValidation
 
 from idempotent_order_pipeline import asset, monitoring, permissions, powertools, removal, resources
 from idempotent_order_pipeline._lambda_asset.order_events.metric_names import OUTCOME_METRICS
@@ -98,9 +99,9 @@ def check_statistic(statistic: str) -> None:
     )
 
 
-# Service names in use, per app and environment: two pipelines with one name would watch each
-# other's metrics (the alarms filter on the service dimension).
-_SERVICE_NAMES: dict[tuple[str, str, str, str], str] = {}
+# Service names in use, per app (weakly: an app's entries go with it) and environment: two
+# pipelines with one name would watch each other's metrics (the alarms filter on the service dimension).
+_SERVICE_NAMES: weakref.WeakKeyDictionary[IConstruct, dict[tuple[str, str, str], str]] = weakref.WeakKeyDictionary()
 
 
 @jsii.implements(IValidation)
@@ -391,8 +392,8 @@ class IdempotentOrderPipeline(Construct):
     def _check_service_name_unique(self, findings: Findings) -> None:
         """Two pipelines of one app in one account and region may not share a service name."""
         stack = Stack.of(self)
-        key = (self.node.root.node.addr, stack.account, stack.region, self._service_name)
-        other = _SERVICE_NAMES.setdefault(key, self.node.path)
+        in_app = _SERVICE_NAMES.setdefault(self.node.root, {})
+        other = in_app.setdefault((stack.account, stack.region, self._service_name), self.node.path)
         if other != self.node.path:
             findings.errors.append(
                 f"service_name={self._service_name!r}: already used by {other} in the same account and region; "
