@@ -14,8 +14,10 @@ existing_queue_arn=... -c ...`` (the keys of :data:`EXISTING_CONTEXT_KEYS`).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
@@ -26,6 +28,8 @@ from constructs import Construct
 from idempotent_order_pipeline import IdempotentOrderPipeline
 from idempotent_order_pipeline.construct import WARNING_PREFIX
 
+#: The CDK CLI's app directory (``cdk.json`` with the same feature flags as the main app).
+APP_DIR = Path(__file__).resolve().parent / "brownfield_app"
 EXISTING_STAGE = "brownfield-existing"
 PIPELINE_STAGE = "brownfield"
 STACK_ID = "OrderPipeline"
@@ -217,7 +221,8 @@ class BrownfieldPipelineStack(cdk.Stack):
 
 def build_app(context: Mapping[str, Any] | None = None, outdir: str | None = None) -> cdk.App:
     """Both stages; ``brownfield`` reads the existing resources from the context (placeholders without)."""
-    app = cdk.App(context=dict(context or {}), outdir=outdir)
+    defaults = json.loads((APP_DIR / "cdk.json").read_text())["context"]
+    app = cdk.App(context={**defaults, **(context or {})}, outdir=outdir)
     ExistingResourcesStack(cdk.Stage(app, EXISTING_STAGE), "Existing")
     selected = app.node.try_get_context("env")
     if selected != EXISTING_STAGE:
