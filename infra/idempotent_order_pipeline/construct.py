@@ -213,7 +213,7 @@ class IdempotentOrderPipeline(Construct):
         errors. Default: None (the defaults above).
     :param dead_letter_queue_props: the same for the dead-letter queue (its ``retention_period``
         must stay longer than the queue's). Default: None.
-    :param table_props: ``aws_dynamodb.TableProps`` keywords merged over both tables' defaults
+    :param table_props: ``aws_dynamodb.TableProps`` keywords merged over the defaults of the tables it creates
         (billing mode, table class, contributor insights, ...); key schema, TTL, encryption and
         removal keys are errors; turning point-in-time recovery off adds a warning. Default: None.
     :param topic_props: ``aws_sns.TopicProps`` keywords merged over the topic's defaults; ``fifo``,
@@ -530,14 +530,15 @@ class IdempotentOrderPipeline(Construct):
         props = self._props
         if props.vpc is None or not props.create_vpc_endpoints:
             return {}
-        subnets = props.vpc_subnets or aws_ec2.SubnetSelection(subnet_type=aws_ec2.SubnetType.PRIVATE_WITH_EGRESS)
+        # The function's subnets (None: the VPC's default choice, private ones, as aws_lambda.Function makes it).
+        subnets = props.vpc_subnets
         endpoints: dict[str, aws_ec2.IVpcEndpoint] = {
             "dynamodb": aws_ec2.GatewayVpcEndpoint(
                 self,
                 "DynamoDbEndpoint",
                 vpc=props.vpc,
                 service=aws_ec2.GatewayVpcEndpointAwsService.DYNAMODB,
-                subnets=[subnets],
+                subnets=None if subnets is None else [subnets],
             )
         }
         for key, construct_id, service in (

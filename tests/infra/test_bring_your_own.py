@@ -129,6 +129,21 @@ def test_verified_existing_resources_add_no_warning(
     Annotations.from_stack(stack).has_no_warning("*", Match.string_like_regexp("cannot be checked at synth"))
 
 
+def test_existing_dead_letter_queue_alone_receives_the_created_queues_redrive(fresh_stack: cdk.Stack) -> None:
+    # GIVEN only an existing dead-letter queue
+    dead_letter_queue = dlq(fresh_stack)
+    pipeline = IdempotentOrderPipeline(
+        fresh_stack, "Pipeline", existing_dead_letter_queue=dead_letter_queue, max_receive_count=7
+    )
+    # WHEN the created queue is read
+    queue_properties = Template.from_stack(fresh_stack).to_json()["Resources"][logical_id(fresh_stack, pipeline.queue)]
+    # THEN it redrives to the existing DLQ after max_receive_count receives
+    assert queue_properties["Properties"]["RedrivePolicy"] == {
+        "deadLetterTargetArn": {"Fn::GetAtt": [logical_id(fresh_stack, dead_letter_queue), "Arn"]},
+        "maxReceiveCount": 7,
+    }
+
+
 # ---- imported resources: a warning that says what the caller guarantees, acknowledgeable ------------
 
 

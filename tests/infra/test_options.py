@@ -136,6 +136,18 @@ def test_vpc_endpoints_reach_dynamodb_sns_and_sqs_from_the_function_only(
         assert "SecurityGroupIngress" not in endpoint_group["Properties"]
 
 
+def test_vpc_endpoints_default_to_the_functions_default_subnets(fresh_stack: cdk.Stack) -> None:
+    # GIVEN a VPC with isolated subnets only, endpoints asked for, no vpc_subnets
+    vpc = isolated_vpc(fresh_stack)
+    IdempotentOrderPipeline(fresh_stack, "Pipeline", vpc=vpc, create_vpc_endpoints=True)
+    template = Template.from_stack(fresh_stack)
+    subnets = [{"Ref": logical_id(fresh_stack, subnet)} for subnet in vpc.isolated_subnets]
+    # WHEN the function and the interface endpoints are read
+    # THEN both use the VPC's default (private) subnets, here the isolated ones
+    template.has_resource_properties("AWS::Lambda::Function", {"VpcConfig": Match.object_like({"SubnetIds": subnets})})
+    template.has_resource_properties("AWS::EC2::VPCEndpoint", {"VpcEndpointType": "Interface", "SubnetIds": subnets})
+
+
 def test_without_create_vpc_endpoints_no_endpoint_is_created(fresh_stack: cdk.Stack) -> None:
     # GIVEN a VPC but no create_vpc_endpoints (reaching the services is the caller's job)
     pipeline = IdempotentOrderPipeline(fresh_stack, "Pipeline", vpc=isolated_vpc(fresh_stack))
