@@ -336,6 +336,9 @@ def _fifo_known(value: Any) -> bool | None:
 
 
 def _check_fifo(prop: str, resource: Any, props: PipelineProps, findings: Findings) -> None:
+    arn = getattr(resource, "queue_arn", None) or getattr(resource, "topic_arn", None)
+    if not isinstance(resource, aws_sqs.Queue | aws_sns.Topic) and Token.is_unresolved(arn):
+        return  # imported by a token ARN: its FIFO-ness is unknown (the unverified warning says so)
     fifo = _fifo_known(resource)
     if fifo is not None and fifo != props.fifo:
         findings.errors.append(

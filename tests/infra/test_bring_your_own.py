@@ -180,6 +180,18 @@ def test_imported_resources_add_a_warning_saying_what_the_caller_guarantees(warn
     )
 
 
+def test_fifo_of_a_topic_imported_by_a_token_arn_is_left_to_the_caller(fresh_stack: cdk.Stack) -> None:
+    # GIVEN a FIFO pipeline and a topic imported by an ARN known only at deploy time
+    arn = cdk.CfnParameter(fresh_stack, "TopicArn").value_as_string
+    topic = aws_sns.Topic.from_topic_arn(fresh_stack, "ImportedTopic", arn)
+    # WHEN the construct is created
+    IdempotentOrderPipeline(fresh_stack, "Pipeline", fifo=True, existing_topic=topic)
+    # THEN its FIFO-ness is not guessed: the warning asks the caller to guarantee it
+    Annotations.from_stack(fresh_stack).has_warning(
+        "/TestStack/Pipeline", Match.string_like_regexp(r"existing_topic is imported.*guarantees it is FIFO")
+    )
+
+
 def test_imported_resource_warnings_can_be_acknowledged() -> None:
     # GIVEN imported resources, and the caller acknowledging every warning by its id
     stack = cdk.Stack(cdk.App(), "TestStack")
