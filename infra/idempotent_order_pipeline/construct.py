@@ -386,19 +386,22 @@ class IdempotentOrderPipeline(Construct):
         if findings.errors:
             problems = "\n".join(f"  - {error}" for error in findings.errors)
             raise ValueError(f"IdempotentOrderPipeline {self.node.path}: invalid props:\n{problems}")
+        _SERVICE_NAMES.setdefault(self.node.root, {})[self._service_name_key()] = self.node.path
         for warning_id, message in findings.warnings:
             Annotations.of(self).add_warning_v2(f"{WARNING_PREFIX}:{warning_id}", message)
 
     def _check_service_name_unique(self, findings: Findings) -> None:
         """Two pipelines of one app in one account and region may not share a service name."""
-        stack = Stack.of(self)
-        in_app = _SERVICE_NAMES.setdefault(self.node.root, {})
-        other = in_app.setdefault((stack.account, stack.region, self._service_name), self.node.path)
-        if other != self.node.path:
+        other = _SERVICE_NAMES.get(self.node.root, {}).get(self._service_name_key())
+        if other is not None and other != self.node.path:
             findings.errors.append(
                 f"service_name={self._service_name!r}: already used by {other} in the same account and region; "
                 "allowed a name of its own (the alarms filter the outcome metrics on it)"
             )
+
+    def _service_name_key(self) -> tuple[str, str, str]:
+        stack = Stack.of(self)
+        return (stack.account, stack.region, self._service_name)
 
     def _default_service_name(self) -> str:
         """The stack name and this construct's path inside the stack: unique per account and region."""
