@@ -349,6 +349,15 @@ def _check_fifo(prop: str, resource: Any, props: PipelineProps, findings: Findin
 
 def _check_existing_queues(props: PipelineProps, findings: Findings) -> None:
     queue, dead_letter_queue = props.existing_queue, props.existing_dead_letter_queue
+    if props.fifo_high_throughput and (queue is not None or dead_letter_queue is not None):
+        findings.warnings.append(
+            (
+                "existing-queue-throughput",
+                "fifo_high_throughput with an existing queue: the construct cannot set DeduplicationScope and "
+                "FifoThroughputLimit on a queue it does not create; set them to messageGroup and perMessageGroupId "
+                "on the queue itself",
+            )
+        )
     if dead_letter_queue is not None:
         _check_fifo("existing_dead_letter_queue", dead_letter_queue, props, findings)
         if isinstance(dead_letter_queue, aws_sqs.Queue):

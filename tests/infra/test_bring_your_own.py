@@ -192,6 +192,25 @@ def test_fifo_of_a_topic_imported_by_a_token_arn_is_left_to_the_caller(fresh_sta
     )
 
 
+def test_fifo_high_throughput_on_existing_queue_and_topic_warns(fresh_stack: cdk.Stack) -> None:
+    # GIVEN a FIFO high-throughput pipeline on an existing FIFO DLQ and topic
+    IdempotentOrderPipeline(
+        fresh_stack,
+        "Pipeline",
+        fifo=True,
+        fifo_high_throughput=True,
+        existing_dead_letter_queue=dlq(fresh_stack, fifo=True),
+        existing_topic=aws_sns.Topic(fresh_stack, "T", fifo=True),
+    )
+    # WHEN the annotations are read
+    # THEN each says the setting must be made on the resource itself
+    annotations = Annotations.from_stack(fresh_stack)
+    annotations.has_warning(
+        "/TestStack/Pipeline", Match.string_like_regexp("cannot set DeduplicationScope and FifoThroughputLimit")
+    )
+    annotations.has_warning("/TestStack/Pipeline", Match.string_like_regexp("cannot set FifoThroughputScope"))
+
+
 def test_imported_resource_warnings_can_be_acknowledged() -> None:
     # GIVEN imported resources, and the caller acknowledging every warning by its id
     stack = cdk.Stack(cdk.App(), "TestStack")
