@@ -229,6 +229,7 @@ def function_overrides(props: PipelineProps) -> dict[str, Any]:
 def check_resources(props: PipelineProps, findings: Findings) -> None:
     """Every requirement on the resources, after the merge; problems go into ``findings``."""
     _check_exclusive(props, findings)
+    overrides_valid = True
     for prop, value, owned in (
         ("queue_props", props.queue_props, OWNED_QUEUE_KEYS),
         ("dead_letter_queue_props", props.dead_letter_queue_props, OWNED_DEAD_LETTER_QUEUE_KEYS),
@@ -240,14 +241,14 @@ def check_resources(props: PipelineProps, findings: Findings) -> None:
             overrides = as_kwargs(value)
         except TypeError as exc:
             findings.errors.append(f"{prop}={value!r}: {exc}")
+            overrides_valid = False
             continue
         for key in sorted(set(overrides) & set(owned)):
             findings.errors.append(f"{prop}[{key!r}]={overrides[key]!r}: not overridable, {owned[key]}")
-    if findings.errors:
-        return  # the merged values below would be built from values already reported
-    _check_merged_queues(props, findings)
-    _check_merged_tables(props, findings)
-    _check_merged_topic(props, findings)
+    if overrides_valid:  # else the merge itself cannot be built
+        _check_merged_queues(props, findings)
+        _check_merged_tables(props, findings)
+        _check_merged_topic(props, findings)
     _check_existing_queues(props, findings)
     _check_existing_tables(props, findings)
     _check_existing_topic(props, findings)

@@ -562,6 +562,24 @@ def test_override_errors_are_reported_with_the_other_prop_errors(fresh_stack: cd
     assert "existing_queue without existing_dead_letter_queue" in message
 
 
+def test_existing_resource_errors_are_reported_with_the_other_prop_errors(fresh_stack: cdk.Stack) -> None:
+    # GIVEN a bad scalar prop, an owned override key and an existing table with the wrong key
+    # WHEN the construct is created
+    with pytest.raises(ValueError, match="invalid props") as raised:
+        IdempotentOrderPipeline(
+            fresh_stack,
+            "Pipeline",
+            memory_size=1,
+            queue_props={"fifo": True},
+            existing_order_records_table=table(fresh_stack, "O", "id"),
+        )
+    # THEN one error lists all three
+    message = str(raised.value)
+    assert "memory_size=1" in message
+    assert "queue_props['fifo']=True: not overridable" in message
+    assert "existing_order_records_table has partition key 'id'" in message
+
+
 def test_existing_queue_with_visibility_below_six_times_the_timeout_warns(fresh_stack: cdk.Stack) -> None:
     # GIVEN an existing queue whose visibility timeout is 60 s for a 30 s function
     dead_letter_queue = dlq(fresh_stack)
