@@ -42,6 +42,10 @@ def mark(pipeline: IdempotentOrderPipeline) -> None:
     path = pipeline.node.path.removeprefix(f"{stack_path}/") if stack_path else pipeline.node.path
     for role in ROLES:
         resource = getattr(pipeline, role).node.default_child
+        if resource is None:
+            # An existing resource handed in (``existing_queue=...``): it lives elsewhere, so the
+            # operator CLI finds it through the function's environment and event source instead.
+            continue
         resource.add_metadata(METADATA_KEY, {"pipeline": path, "role": role})
 
 

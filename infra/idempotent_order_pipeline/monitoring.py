@@ -34,8 +34,8 @@ class MonitoredResources:
     dead_letter_queue: aws_sqs.IQueue
     function: aws_lambda.IFunction
     topic: aws_sns.ITopic
-    processed_events_table: aws_dynamodb.Table
-    order_records_table: aws_dynamodb.Table
+    processed_events_table: aws_dynamodb.ITable
+    order_records_table: aws_dynamodb.ITable
     #: Outcome metrics of the handler by metric name (OrdersRecorded, Conflicts, ...).
     outcome_metrics: Mapping[str, aws_cloudwatch.Metric]
 
@@ -219,8 +219,13 @@ def create_dashboard(
         aws_cloudwatch.GraphWidget(
             title="DynamoDB throttled requests",
             left=[
-                table.metric_throttled_requests_for_operation(
-                    operation.value, period=PERIOD, label=f"{name} {operation.value}"
+                # ITable (an existing table may be imported) has only the plural helper: the same metric.
+                table.metric(
+                    "ThrottledRequests",
+                    dimensions_map={"TableName": table.table_name, "Operation": operation.value},
+                    statistic="sum",
+                    period=PERIOD,
+                    label=f"{name} {operation.value}",
                 )
                 for name, table, operations in (
                     ("processed_events", resources.processed_events_table, PROCESSED_EVENTS_OPERATIONS),

@@ -70,6 +70,10 @@ class SandboxOptions:
     work_dir: Path = WORK_DIR
     context: Mapping[str, str] = field(default_factory=dict)
     concurrency: int = DEFAULT_CONCURRENCY
+    #: A stage of the same app deployed first (e.g. the existing resources of a brownfield
+    #: adoption), and which of its outputs become context of ``stage`` (output key -> context key).
+    prerequisite_stage: str | None = None
+    prerequisite_outputs: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -95,6 +99,8 @@ class Sandbox:
         self._exit = contextlib.ExitStack()
         self.endpoint: Endpoint
         self.deployment: Deployment
+        #: The ``prerequisite_stage``'s deployment, when there is one.
+        self.prerequisite: Deployment | None = None
         self.function: DeployedFunction
         self.mapping: QueueMapping
         self.environments: list[FunctionProcess] = []
@@ -159,11 +165,24 @@ class Sandbox:
             layer = publish_powertools_layer(self.endpoint, options.work_dir)
         with self._step("cdk bootstrap"):
             bootstrap(self.endpoint, work_dir=self.run_dir)
+        context = dict(options.context)
+        if options.prerequisite_stage is not None:
+            with self._step(f"cdk deploy {options.prerequisite_stage}/*"):
+                prerequisite = self.prerequisite = deploy(
+                    self.endpoint,
+                    stage=options.prerequisite_stage,
+                    context={"env": options.prerequisite_stage, **options.context},
+                    app_dir=options.app_dir,
+                    work_dir=self.run_dir / "prerequisite",
+                    layer=layer,
+                    required_outputs=tuple(options.prerequisite_outputs),
+                )
+            context |= {key: prerequisite.output(output) for output, key in options.prerequisite_outputs.items()}
         with self._step(f"cdk deploy {options.stage}/*"):
             self.deployment = deploy(
                 self.endpoint,
                 stage=options.stage,
-                context={"env": options.stage, **options.context},
+                context={"env": options.stage, **context},
                 app_dir=options.app_dir,
                 work_dir=self.run_dir,
                 layer=layer,

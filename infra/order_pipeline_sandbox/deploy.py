@@ -222,10 +222,12 @@ def deploy(
     app_dir: Path = REPO_ROOT,
     work_dir: Path = WORK_DIR,
     layer: Layer | None = None,
+    required_outputs: Sequence[str] = REQUIRED_OUTPUTS,
 ) -> Deployment:
     """``cdk deploy <stage>/*`` onto the endpoint; return the stack, its outputs and what moto skipped.
 
     ``context`` adds ``-c key=value`` pairs (the layer's ARN is added when ``layer`` is given).
+    ``required_outputs``: the outputs the stack must have (default: the pipeline's).
     """
     contexts = dict(context or {})
     if layer is not None:
@@ -243,7 +245,7 @@ def deploy(
     cloudformation = endpoint.client("cloudformation")
     stack = cloudformation.describe_stacks(StackName=stack_name)["Stacks"][0]
     outputs = {output["OutputKey"]: output["OutputValue"] for output in stack.get("Outputs", [])}
-    missing = [key for key in REQUIRED_OUTPUTS if key not in outputs]
+    missing = [key for key in required_outputs if key not in outputs]
     if missing:
         raise DeployError(f"stack {stack_name} lacks the output(s) {', '.join(missing)}; it has {sorted(outputs)}")
     template = json.loads(_template_body(cloudformation.get_template(StackName=stack_name)["TemplateBody"]))

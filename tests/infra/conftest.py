@@ -15,6 +15,7 @@ from tests.infra.synth import (
     SynthesizedApp,
     customer_managed_key_and_alarm_topic,
     synth_app,
+    synth_brownfield,
     synth_pipeline,
 )
 
@@ -48,6 +49,13 @@ def cmk_pipeline(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
 
 
 @pytest.fixture(scope="session")
+def brownfield_pipeline(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
+    """The sandbox's brownfield app: existing queue, DLQ, tables and CMK imported, a VPC with the
+    service endpoints, topic and function overrides, reserved concurrency (the e2e test deploys it)."""
+    return synth_brownfield(tmp_path_factory.mktemp("brownfield"))
+
+
+@pytest.fixture(scope="session")
 def synthesized_app(tmp_path_factory: pytest.TempPathFactory) -> SynthesizedApp:
     """The app exactly as ``cdk synth`` builds it from cdk.json (every stage)."""
     return synth_app(tmp_path_factory.mktemp("app"))
@@ -58,6 +66,7 @@ def all_configurations(
     default_pipeline: Synthesized,
     fifo_pipeline: Synthesized,
     cmk_pipeline: Synthesized,
+    brownfield_pipeline: Synthesized,
     synthesized_app: SynthesizedApp,
 ) -> dict[str, Synthesized]:
     """Every synthesized configuration by name."""
@@ -65,6 +74,7 @@ def all_configurations(
         "default": default_pipeline,
         "fifo": fifo_pipeline,
         "cmk": cmk_pipeline,
+        "brownfield": brownfield_pipeline,
         **{f"app-{name}": synthesized for name, synthesized in synthesized_app.stages.items()},
     }
 

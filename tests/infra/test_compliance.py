@@ -10,7 +10,7 @@ from cfnlint.api import ManualArgs, lint_file
 
 from tests.infra.synth import REPO, Synthesized
 
-CONFIGURATIONS = ["default", "fifo", "cmk", "app-dev", "app-prod"]
+CONFIGURATIONS = ["default", "fifo", "cmk", "brownfield", "app-dev", "app-prod"]
 NAG_PACKS = {"AwsSolutions", "Serverless"}
 # cfn-lint findings accepted, each with its reason:
 # - W3005 "dependency already enforced by a GetAtt": aws-cdk-lib's Function always adds an explicit
@@ -34,8 +34,10 @@ def test_cdk_nag_finds_nothing_unacknowledged(all_configurations: dict[str, Synt
     report = all_configurations[configuration].nag_report
     # WHEN the validation report is read
     reports = {plugin["pluginName"]: plugin for plugin in report["pluginReports"]}
-    # THEN both packs ran and succeeded with no violation left
-    assert set(reports) == NAG_PACKS
+    # THEN every pack that found something succeeded with no violation left (cdk-nag reports a pack
+    # only when it has a finding, acknowledged or not: a pack absent here found nothing at all)
+    assert set(reports) <= NAG_PACKS
+    assert reports
     for name, plugin in reports.items():
         assert plugin["conclusion"] == "success", name
         assert plugin["violations"] == [], name

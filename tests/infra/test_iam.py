@@ -10,6 +10,7 @@ from aws_cdk import aws_iam, aws_sns_subscriptions, aws_sqs
 from aws_cdk.assertions import Match, Template
 
 from idempotent_order_pipeline import IdempotentOrderPipeline
+from idempotent_order_pipeline.construct import VPC_NETWORK_INTERFACE_ACTIONS
 from tests.infra.synth import Synthesized, customer_managed_key_and_alarm_topic, logical_id, resources_of_type
 
 
@@ -50,13 +51,20 @@ def test_no_statement_has_a_wildcard_action(all_configurations: dict[str, Synthe
 @pytest.mark.parametrize("configuration", ["default", "fifo", "cmk"])
 def test_only_xray_uses_a_wildcard_resource(all_configurations: dict[str, Synthesized], configuration: str) -> None:
     # GIVEN a synthesized configuration
-    statements = function_statements(all_configurations[configuration])
+    synthesized = all_configurations[configuration]
+    statements = function_statements(synthesized)
     # WHEN the statements on resource "*" are collected
     wildcard = [statement for statement in statements if "*" in as_list(statement["Resource"])]
-    # THEN only X-Ray's, which supports no resource-level permissions
-    assert [sorted(as_list(statement["Action"])) for statement in wildcard] == [
-        ["xray:PutTelemetryRecords", "xray:PutTraceSegments"]
-    ]
+    # THEN only X-Ray's (with tracing) and the VPC network interfaces' (with a VPC), which support
+    # no resource-level permissions
+    function = resources_of_type(synthesized.template_json, "AWS::Lambda::Function")
+    (function_properties,) = (resource["Properties"] for resource in function.values())
+    expected = []
+    if "VpcConfig" in function_properties:
+        expected.append(sorted(VPC_NETWORK_INTERFACE_ACTIONS))
+    if function_properties.get("TracingConfig") == {"Mode": "Active"}:
+        expected.append(["xray:PutTelemetryRecords", "xray:PutTraceSegments"])
+    assert sorted(sorted(as_list(statement["Action"])) for statement in wildcard) == sorted(expected)
 
 
 def test_handler_statements_name_exact_actions_and_resources(default_pipeline: Synthesized) -> None:

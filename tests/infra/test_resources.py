@@ -306,12 +306,12 @@ def test_topic_refuses_publishing_without_tls(default_pipeline: Synthesized) -> 
 # ---- function -----------------------------------------------------------------------------------
 
 
-def test_function_runs_python_3_14_on_arm64_with_explicit_memory_timeout_and_tracing(
+def test_function_runs_python_3_14_on_arm64_with_explicit_memory_timeout_and_no_tracing(
     default_pipeline: Synthesized,
 ) -> None:
     # GIVEN the default pipeline
     # WHEN the function is inspected
-    # THEN runtime, architecture, handler, memory, timeout and X-Ray are set explicitly
+    # THEN runtime, architecture, handler, memory and timeout are set explicitly, X-Ray is off
     default_pipeline.template.has_resource_properties(
         "AWS::Lambda::Function",
         {
@@ -320,7 +320,9 @@ def test_function_runs_python_3_14_on_arm64_with_explicit_memory_timeout_and_tra
             "Handler": "order_consumer.handler.handler",
             "MemorySize": 512,
             "Timeout": 30,
-            "TracingConfig": {"Mode": "Active"},
+            "TracingConfig": Match.absent(),
+            "ReservedConcurrentExecutions": Match.absent(),
+            "VpcConfig": Match.absent(),
         },
     )
 
