@@ -320,3 +320,62 @@ def test_a_stack_without_pipelines_says_so(shop: Shop) -> None:
     assert "holds no IdempotentOrderPipeline" in listed.output
     assert listing.exit_code == 1
     assert "has no output 'DeadLetterQueueUrl'" in listing.output
+
+
+def test_resources_handed_in_are_found_through_the_function() -> None:
+    with mock_aws():
+        # GIVEN a queue, DLQ, tables and topic that exist outside the stack (existing_queue=... and
+        # the like), so only the function carries a mark
+        sqs, sns, dynamodb = boto3.client("sqs"), boto3.client("sns"), boto3.client("dynamodb")
+        dlq_url = sqs.create_queue(QueueName="legacy-dlq")["QueueUrl"]
+        queue_url = sqs.create_queue(QueueName="legacy-orders")["QueueUrl"]
+        queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        topic_arn = sns.create_topic(Name="legacy-topic")["TopicArn"]
+        for name, key in (("legacy-events", "event_id"), ("legacy-rows", "order_id")):
+            dynamodb.create_table(
+                TableName=name,
+                KeySchema=[{"AttributeName": key, "KeyType": "HASH"}],
+                AttributeDefinitions=[{"AttributeName": key, "AttributeType": "S"}],
+                BillingMode="PAY_PER_REQUEST",
+            )
+        boto3.client("iam").create_role(
+            RoleName="consumer", AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": []})
+        )
+        variables = {
+            "PROCESSED_EVENTS_TABLE": "legacy-events",
+            "ORDER_RECORDS_TABLE": "legacy-rows",
+            "TOPIC_ARN": topic_arn,
+            "DEAD_LETTER_QUEUE_URL": dlq_url,
+        }
+        template = {
+            "Resources": {
+                "Consumer": _marked(
+                    "Shop/Orders",
+                    "function",
+                    "AWS::Lambda::Function",
+                    {
+                        "Runtime": "python3.12",
+                        "Handler": "index.handler",
+                        "Role": ROLE_ARN,
+                        "Code": {"ZipFile": "def handler(event, context):\n    return {}\n"},
+                        "Environment": {"Variables": variables},
+                    },
+                )
+            }
+        }
+        cloudformation = boto3.client("cloudformation")
+        cloudformation.create_stack(StackName=STACK, TemplateBody=json.dumps(template))
+        [summary] = cloudformation.list_stack_resources(StackName=STACK)["StackResourceSummaries"]
+        boto3.client("lambda").create_event_source_mapping(
+            EventSourceArn=queue_arn, FunctionName=summary["PhysicalResourceId"]
+        )
+        # WHEN the pipeline is listed
+        result = CliRunner().invoke(cli, ["--stack", STACK, "pipelines", "--json"], obj=AwsClients())
+        # THEN every handed-in resource comes from the function's environment and event source
+        assert result.exit_code == 0, result.output
+        [listed] = [json.loads(line) for line in result.stdout.splitlines()]
+        assert listed["queue"] == queue_url
+        assert listed["dead_letter_queue"] == dlq_url
+        assert listed["processed_events_table"] == "legacy-events"
+        assert listed["order_records_table"] == "legacy-rows"
+        assert listed["topic"] == topic_arn

@@ -54,6 +54,15 @@ LEGACY_OUTPUTS: Mapping[str, str] = {
     "topic": TOPIC_ARN,
     "function": FUNCTION_NAME,
 }
+#: The function's environment variable that names each handed-in resource (the queue comes from
+#: the function's event source mapping instead).
+FUNCTION_VARIABLES: Mapping[str, str] = {
+    "dead_letter_queue": "DEAD_LETTER_QUEUE_URL",
+    "processed_events_table": "PROCESSED_EVENTS_TABLE",
+    "order_records_table": "ORDER_RECORDS_TABLE",
+    "topic": "TOPIC_ARN",
+}
+
 #: The option that overrides each role (``function`` has none: it is only read for IDENTITY_FIELDS).
 OVERRIDE_OPTIONS: Mapping[str, str] = {
     "queue": "--queue-url",
@@ -256,6 +265,10 @@ class PipelineResources:
         pipeline = self.pipeline()
         if pipeline is None:
             return self.stack.output(LEGACY_OUTPUTS[role])
+        if role not in pipeline.logical_ids and role != "function":
+            # Not created by the pipeline's stack (``existing_queue=...`` and the like): the
+            # function's own configuration names it.
+            return self._from_function(pipeline, role)
         if role not in pipeline.physical_ids:
             option = OVERRIDE_OPTIONS.get(role)
             raise PipelineNotFoundError(
@@ -264,6 +277,36 @@ class PipelineResources:
                 + (f" Or pass {option}." if option else "")
             )
         return pipeline.physical_ids[role]
+
+    def _from_function(self, pipeline: DiscoveredPipeline, role: str) -> str:
+        """A resource handed in to the pipeline, read from its function: the environment variable
+        the handler reads, or the event source mapping for the queue."""
+        function = self.get("function")
+        lambda_ = self.stack.clients.lambda_
+        option = OVERRIDE_OPTIONS.get(role, "")
+        try:
+            if role == "queue":
+                mappings = lambda_.list_event_source_mappings(FunctionName=function)["EventSourceMappings"]
+                arns = [m["EventSourceArn"] for m in mappings if ":sqs:" in m.get("EventSourceArn", "")]
+                if len(arns) == 1:
+                    *_, account, name = arns[0].split(":")
+                    return self.stack.clients.sqs.get_queue_url(QueueName=name, QueueOwnerAWSAccountId=account)[
+                        "QueueUrl"
+                    ]
+            else:
+                variables = lambda_.get_function_configuration(FunctionName=function).get("Environment", {})
+                value = variables.get("Variables", {}).get(FUNCTION_VARIABLES[role])
+                if value:
+                    return value
+        except (ClientError, BotoCoreError) as exc:
+            raise PipelineNotFoundError(
+                f"pipeline {pipeline.path}: its {role.replace('_', ' ')} was handed in, and reading it from "
+                f"function {function} failed ({exc}); pass {option}"
+            ) from exc
+        raise PipelineNotFoundError(
+            f"pipeline {pipeline.path}: its {role.replace('_', ' ')} was handed in and function {function} "
+            f"does not name it; pass {option}"
+        )
 
     @property
     def queue_url(self) -> str:

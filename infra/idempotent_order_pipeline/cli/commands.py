@@ -649,12 +649,20 @@ def pipelines(ctx: click.Context, as_json: bool) -> None:
             "then read app.py's stack outputs)"
         )
     for pipeline in found:
+        # Through PipelineResources, so resources handed in (existing_queue=...) are named too.
+        resources = PipelineResources(operator.stack, selector=pipeline.path)
+        ids: dict[str, str] = {}
+        for role in ROLES:
+            try:
+                ids[role] = resources.get(role)
+            except OperationsError:
+                continue
         if as_json:
-            click.echo(to_json({"pipeline": pipeline.path, "id": pipeline.construct_id, **pipeline.physical_ids}))
+            click.echo(to_json({"pipeline": pipeline.path, "id": pipeline.construct_id, **ids}))
         else:
             click.echo(pipeline.path)
             for role in ROLES:
-                click.echo(f"  {role:<24}{pipeline.physical_ids.get(role, '- (not deployed)')}")
+                click.echo(f"  {role:<24}{ids.get(role, '- (not deployed)')}")
     click.echo(f"{len(found)} pipeline(s) in stack {operator.stack.name}", err=True)
 
 
