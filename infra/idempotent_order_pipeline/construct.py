@@ -389,26 +389,20 @@ class IdempotentOrderPipeline(Construct):
     # ---- grants and subscriptions ---------------------------------------------------------------
 
     def grant_send_orders(self, grantee: aws_iam.IGrantable) -> aws_iam.Grant:
-        """Let ``grantee`` send orders to the queue (and use its key, if it has a customer managed one)."""
-        grant = aws_iam.Grant.add_to_principal(
-            grantee=grantee,
-            actions=["sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"],
-            resource_arns=[self.queue.queue_arn],
-        )
-        key = self._props.encryption_key
-        if key is not None:
-            grant = grant.combine(
-                aws_iam.Grant.add_to_principal(
-                    grantee=grantee, actions=["kms:GenerateDataKey", "kms:Decrypt"], resource_arns=[key.key_arn]
-                )
-            )
-        return grant
+        """Let ``grantee`` send orders to the queue (and use its customer managed key, if any).
+
+        Same account: an identity policy on the grantee. Another account (``AccountPrincipal``, a
+        role of another stack's account): a queue policy statement naming it, and a key policy
+        statement for the key; the other account must still allow its own principals.
+        """
+        return permissions.grant_send_orders(grantee, queue=self.queue, encryption_key=self._props.encryption_key)
 
     def grant_subscribe(self, grantee: aws_iam.IGrantable) -> aws_iam.Grant:
-        """Let ``grantee`` subscribe endpoints to the order notifications topic."""
-        return aws_iam.Grant.add_to_principal(
-            grantee=grantee, actions=["sns:Subscribe"], resource_arns=[self.topic.topic_arn]
-        )
+        """Let ``grantee`` subscribe endpoints to the order notifications topic.
+
+        Same account: an identity policy on the grantee; another account: a topic policy statement.
+        """
+        return permissions.grant_subscribe(grantee, topic=self.topic)
 
     def add_subscription(self, subscription: aws_sns.ITopicSubscription) -> aws_sns.Subscription:
         """Subscribe an endpoint (``aws_sns_subscriptions.SqsSubscription(queue)``, ...) to the notifications."""
