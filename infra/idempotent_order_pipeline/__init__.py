@@ -12,8 +12,9 @@ from idempotent_order_pipeline._lambda_asset.order_events.metric_names import OU
 
 if TYPE_CHECKING:
     from idempotent_order_pipeline.construct import IdempotentOrderPipeline
+    from idempotent_order_pipeline.monitoring import AlarmThreshold
 
-__all__ = ["OUTCOME_METRICS", "IdempotentOrderPipeline"]
+__all__ = ["OUTCOME_METRICS", "AlarmThreshold", "IdempotentOrderPipeline"]
 
 
 def __getattr__(name: str) -> Any:
@@ -21,4 +22,8 @@ def __getattr__(name: str) -> Any:
         from idempotent_order_pipeline.construct import IdempotentOrderPipeline
 
         return IdempotentOrderPipeline
+    if name == "AlarmThreshold":
+        from idempotent_order_pipeline.monitoring import AlarmThreshold
+
+        return AlarmThreshold
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

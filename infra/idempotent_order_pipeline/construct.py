@@ -14,6 +14,7 @@ from aws_cdk import (
     Token,
     Validations,
     aws_cloudwatch,
+    aws_cloudwatch_actions,
     aws_dynamodb,
     aws_iam,
     aws_kms,
@@ -97,7 +98,23 @@ class IdempotentOrderPipeline(Construct):
     :param powertools_layer: the layer providing Powertools for AWS Lambda (Python). Default: None
         (the official public layer for the pinned version, arm64, Python 3.14, in the stack's
         region; see ``idempotent_order_pipeline.powertools``).
-    :param alarm_action: an SNS topic every alarm notifies. Default: None (alarms without actions).
+    :param alarm_action: an SNS topic every alarm notifies, as an ``SnsAction`` added to
+        ``alarm_actions``. Default: None.
+    :param alarm_actions: actions (``aws_cloudwatch_actions.SnsAction``, ``LambdaAction``, any
+        ``IAlarmAction``) every alarm runs when it fires and, with ``ok_actions``, when it clears.
+        Default: () (with no ``alarm_action`` either: alarms without actions).
+    :param ok_actions: run the same actions on OK, so a pager incident resolves itself.
+        Default: True.
+    :param alarm_name_prefix: every alarm is named ``<prefix>-<key>`` (the key in ``alarms``).
+        Default: None (the service name, see ``service_name``).
+    :param runbook_url: the runbook every alarm's description links, next to what it means.
+        Default: None (the description points at this library's README runbook section; a warning
+        when the alarms have actions).
+    :param alarm_overrides: per alarm key (``monitoring.ALARM_KEYS``): False to not create it, or an
+        ``AlarmThreshold(threshold=, evaluation_periods=, datapoints_to_alarm=)``. Default: None
+        (every alarm, with its own threshold).
+    :param dashboard: create the CloudWatch dashboard (3 USD a month beyond an account's 3 free
+        ones). Default: True.
     :param oldest_message_age_threshold: the queue age above which the backlog alarm fires, less
         than ``retention_period``. Default: 15 minutes.
     :param alarm_evaluation_periods: consecutive breaching minutes before a sustained alarm (age,
@@ -129,6 +146,12 @@ class IdempotentOrderPipeline(Construct):
         alarm_action: aws_sns.ITopic | None = None,
         oldest_message_age_threshold: Duration = DEFAULT_OLDEST_MESSAGE_AGE_THRESHOLD,
         alarm_evaluation_periods: int = 3,
+        alarm_actions: Sequence[aws_cloudwatch.IAlarmAction] = (),
+        ok_actions: bool = True,
+        alarm_name_prefix: str | None = None,
+        runbook_url: str | None = None,
+        alarm_overrides: Mapping[str, monitoring.AlarmOverride] | None = None,
+        dashboard: bool = True,
     ) -> None:
         super().__init__(scope, construct_id)
         props = PipelineProps(
@@ -152,6 +175,12 @@ class IdempotentOrderPipeline(Construct):
             alarm_action=alarm_action,
             oldest_message_age_threshold=oldest_message_age_threshold,
             alarm_evaluation_periods=alarm_evaluation_periods,
+            alarm_actions=tuple(alarm_actions),
+            ok_actions=ok_actions,
+            alarm_name_prefix=alarm_name_prefix,
+            runbook_url=runbook_url,
+            alarm_overrides=dict(alarm_overrides or {}),
+            dashboard=dashboard,
         )
         findings = validate(props)
         if findings.errors:
@@ -187,18 +216,31 @@ class IdempotentOrderPipeline(Construct):
             order_records_table=self.order_records_table,
             outcome_metrics={name: self._outcome_metric(name) for name in OUTCOME_METRICS},
         )
-        self.alarms: Mapping[str, aws_cloudwatch.Alarm] = MappingProxyType(
-            monitoring.create_alarms(
-                self,
-                resources,
-                oldest_message_age_threshold=oldest_message_age_threshold,
-                evaluation_periods=alarm_evaluation_periods,
-                alarm_action=alarm_action,
-            )
+        self.alarm_factory = monitoring.AlarmFactory(self, self._alarm_settings())
+        """Makes every alarm alike (name prefix, runbook, actions, overrides); sub-constructs add theirs here."""
+        monitoring.create_alarms(
+            self.alarm_factory, resources, oldest_message_age_threshold=oldest_message_age_threshold
         )
-        """Every alarm, by role (``dead_letter_queue_not_empty``, ``conflicts``, ...)."""
-        self.dashboard: aws_cloudwatch.Dashboard = monitoring.create_dashboard(self, resources, self.alarms)
-        """Queue, function, handler outcomes and tables on one CloudWatch dashboard."""
+        self.alarms: Mapping[str, aws_cloudwatch.Alarm] = MappingProxyType(self.alarm_factory.alarms)
+        """Every alarm, by key (``dead_letter_queue_not_empty``, ``conflicts``, ...), less those turned off."""
+        self.dashboard: aws_cloudwatch.Dashboard | None = (
+            monitoring.create_dashboard(self, resources, self.alarms) if dashboard else None
+        )
+        """Queue, function, handler outcomes and tables on one CloudWatch dashboard (None with ``dashboard=False``)."""
+
+    def _alarm_settings(self) -> monitoring.AlarmSettings:
+        props = self._props
+        actions = list(props.alarm_actions)
+        if props.alarm_action is not None:
+            actions.append(aws_cloudwatch_actions.SnsAction(props.alarm_action))
+        return monitoring.AlarmSettings(
+            name_prefix=props.alarm_name_prefix or self._service_name,
+            actions=tuple(actions),
+            ok_actions=props.ok_actions,
+            runbook_url=props.runbook_url,
+            evaluation_periods=props.alarm_evaluation_periods,
+            overrides=props.alarm_overrides,
+        )
 
     def _default_service_name(self) -> str:
         """The stack name and this construct's path inside the stack: unique per account and region."""
