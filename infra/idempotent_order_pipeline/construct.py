@@ -96,8 +96,10 @@ class IdempotentOrderPipeline(Construct):
     :param log_retention: how long the function's log group keeps logs.
         Default: aws_logs.RetentionDays.ONE_MONTH.
     :param powertools_layer: the layer providing Powertools for AWS Lambda (Python). Default: None
-        (the official public layer for the pinned version, arm64, Python 3.14, in the stack's
-        region; see ``idempotent_order_pipeline.powertools``).
+        (the official public layer of the pinned version, arm64, Python 3.14, its ARN read at
+        deploy from Powertools' public SSM parameter through the stack parameter
+        ``PowertoolsLayerArn``; an error in a region of aws-cn or aws-us-gov, which have no such
+        parameter; see ``idempotent_order_pipeline.powertools``).
     :param alarm_action: an SNS topic every alarm notifies, as an ``SnsAction`` added to
         ``alarm_actions``. Default: None.
     :param alarm_actions: actions (``aws_cloudwatch_actions.SnsAction``, ``LambdaAction``, any
@@ -183,6 +185,8 @@ class IdempotentOrderPipeline(Construct):
             dashboard=dashboard,
         )
         findings = validate(props)
+        if powertools_layer is None and (layer_problem := powertools.default_layer_problem(self)):
+            findings.errors.append(layer_problem)
         if findings.errors:
             problems = "\n".join(f"  - {error}" for error in findings.errors)
             raise ValueError(f"IdempotentOrderPipeline {self.node.path}: invalid props:\n{problems}")
