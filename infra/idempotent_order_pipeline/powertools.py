@@ -22,9 +22,13 @@ parameter's description says what to do).
 
 from __future__ import annotations
 
-from aws_cdk import CfnParameter, Stack, Token, aws_lambda
-from aws_cdk.region_info import RegionInfo
-from constructs import Construct
+from typing import TYPE_CHECKING
+
+# aws-cdk-lib is imported where it is used: the sandbox and the CLI read the constants below
+# without starting jsii's Node process.
+if TYPE_CHECKING:
+    from aws_cdk import CfnParameter, Stack, aws_lambda
+    from constructs import Construct
 
 #: The Powertools release the handler is tested with (requirements-dev.txt pins the same).
 POWERTOOLS_VERSION = "3.37.0"
@@ -44,6 +48,9 @@ PARTITIONS_WITH_PARAMETER = frozenset({"aws"})
 
 def stack_partition(scope: Construct) -> str | None:
     """The partition of ``scope``'s stack when its region is known at synth, else None."""
+    from aws_cdk import Stack, Token
+    from aws_cdk.region_info import RegionInfo
+
     region = Stack.of(scope).region
     if Token.is_unresolved(region):
         return None
@@ -53,6 +60,8 @@ def stack_partition(scope: Construct) -> str | None:
 
 def default_layer_problem(scope: Construct) -> str | None:
     """Why the default layer cannot be used in ``scope``'s stack (a validation error), or None."""
+    from aws_cdk import Stack
+
     partition = stack_partition(scope)
     if partition is None or partition in PARTITIONS_WITH_PARAMETER:
         return None
@@ -69,6 +78,8 @@ def default_powertools_layer(scope: Construct, construct_id: str) -> aws_lambda.
 
     Call only where :func:`default_layer_problem` found nothing (the construct validates first).
     """
+    from aws_cdk import Stack, aws_lambda
+
     parameter = layer_arn_parameter(Stack.of(scope))
     return aws_lambda.LayerVersion.from_layer_version_arn(scope, construct_id, parameter.value_as_string)
 
@@ -79,6 +90,8 @@ def layer_arn_parameter(stack: Stack) -> CfnParameter:
     Its value is the *name* of an SSM parameter; CloudFormation deploys with that parameter's value.
     ``cdk deploy --parameters PowertoolsLayerArn=/my/own/parameter`` points it at another one.
     """
+    from aws_cdk import CfnParameter
+
     existing = stack.node.try_find_child(LAYER_ARN_PARAMETER_ID)
     if isinstance(existing, CfnParameter):
         return existing
