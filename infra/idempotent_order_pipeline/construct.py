@@ -26,7 +26,7 @@ from aws_cdk import (
 )
 from constructs import Construct
 
-from idempotent_order_pipeline import asset, monitoring, permissions, powertools
+from idempotent_order_pipeline import asset, compliance, monitoring, permissions, powertools
 from idempotent_order_pipeline._lambda_asset.order_events.metric_names import OUTCOME_METRICS
 from idempotent_order_pipeline.keys import DEFAULT_IDENTITY_FIELDS
 from idempotent_order_pipeline.props import (
@@ -231,6 +231,7 @@ class IdempotentOrderPipeline(Construct):
             monitoring.create_dashboard(self, resources, self.alarms) if dashboard else None
         )
         """Queue, function, handler outcomes and tables on one CloudWatch dashboard (None with ``dashboard=False``)."""
+        self._suppress_checkov_findings()
 
     def _alarm_settings(self) -> monitoring.AlarmSettings:
         props = self._props
@@ -331,8 +332,18 @@ class IdempotentOrderPipeline(Construct):
     def _create_function(self) -> aws_lambda.Function:
         props = self._props
         log_group = aws_logs.LogGroup(
-            self, "FunctionLogGroup", retention=props.log_retention, removal_policy=props.removal_policy
+            self,
+            "FunctionLogGroup",
+            retention=props.log_retention,
+            removal_policy=props.removal_policy,
+            encryption_key=props.encryption_key,
         )
+        if props.encryption_key is not None and not permissions.allow_log_encryption(self, props.encryption_key):
+            Annotations.of(self).add_warning_v2(
+                f"{WARNING_PREFIX}:imported-key-policy",
+                "encryption_key is imported: its key policy must let logs.<region>.amazonaws.com use it for this "
+                "account's log groups (kms:EncryptionContext:aws:logs:arn), or the log group cannot be created",
+            )
         role = aws_iam.Role(
             self,
             "FunctionRole",
@@ -430,6 +441,25 @@ class IdempotentOrderPipeline(Construct):
                 reason="This is the dead-letter queue: messages stay 14 days for an operator to inspect and redrive "
                 "(README runbook); a dead-letter queue of a dead-letter queue would only move the problem.",
             )
+        )
+
+    def _suppress_checkov_findings(self) -> None:
+        """checkov findings this design answers, as resource metadata (each reason is in the README too)."""
+        cfn_function = self.function.node.default_child
+        assert isinstance(cfn_function, aws_lambda.CfnFunction)
+        facts = compliance.PipelineFacts(
+            customer_managed_key=self._props.encryption_key is not None,
+            function_in_vpc=self.function.is_bound_to_vpc,
+            reserved_concurrency=cfn_function.reserved_concurrent_executions is not None,
+        )
+        compliance.suppress(
+            facts,
+            {
+                "queues": [self.queue, self.dead_letter_queue],
+                "tables": [self.processed_events_table, self.order_records_table],
+                "log_group": [self.node.find_child("FunctionLogGroup")],
+                "function": [self.function],
+            },
         )
 
     # ---- grants and subscriptions ---------------------------------------------------------------

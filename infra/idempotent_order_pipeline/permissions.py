@@ -27,13 +27,24 @@ writes nothing (aws-cdk-lib still reports ``success``), and its owner must add t
 
 from __future__ import annotations
 
-from aws_cdk import Stack, aws_dynamodb, aws_iam, aws_kms, aws_sns, aws_sqs
+from aws_cdk import ArnFormat, Stack, aws_dynamodb, aws_iam, aws_kms, aws_sns, aws_sqs
 from constructs import Construct
 
 #: What a producer needs on the queue (``OrderPublisher`` resolves the URL and reads the attributes).
 SEND_ORDERS_ACTIONS = ("sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl")
 #: What a producer needs on the queue's customer managed key (SQS encrypts with a data key).
 SEND_ORDERS_KEY_ACTIONS = ("kms:GenerateDataKey", "kms:Decrypt")
+#: What CloudWatch Logs needs on a key that encrypts a log group (the CloudWatch Logs user guide's
+#: key policy, "Encrypt log data in CloudWatch Logs using AWS KMS", its wildcards written out).
+LOGS_KEY_ACTIONS = (
+    "kms:Encrypt",
+    "kms:Decrypt",
+    "kms:ReEncryptFrom",
+    "kms:ReEncryptTo",
+    "kms:GenerateDataKey",
+    "kms:GenerateDataKeyWithoutPlaintext",
+    "kms:DescribeKey",
+)
 #: What a subscriber needs on the topic.
 SUBSCRIBE_ACTIONS = ("sns:Subscribe",)
 
@@ -106,3 +117,27 @@ def grant_subscribe(grantee: aws_iam.IGrantable, *, topic: aws_sns.ITopic) -> aw
     return aws_iam.Grant.add_to_principal_or_resource(
         grantee=grantee, actions=list(SUBSCRIBE_ACTIONS), resource_arns=[topic.topic_arn], resource=topic
     )
+
+
+def allow_log_encryption(scope: Construct, encryption_key: aws_kms.IKey) -> bool:
+    """Let CloudWatch Logs of this region use ``encryption_key`` for this account's log groups.
+
+    The statement is limited by the encryption context CloudWatch Logs sends (the log group's ARN)
+    to log groups of this account and region: naming the function's log group itself would make the
+    key depend on the log group that depends on the key. Returns False when the key is imported
+    (its policy cannot be changed here: its owner must add the statement).
+    """
+    stack = Stack.of(scope)
+    log_groups = stack.format_arn(
+        service="logs", resource="log-group", resource_name="*", arn_format=ArnFormat.COLON_RESOURCE_NAME
+    )
+    result = encryption_key.add_to_resource_policy(
+        aws_iam.PolicyStatement(
+            sid="LetCloudWatchLogsEncryptThePipelineLogGroup",
+            principals=[aws_iam.ServicePrincipal(f"logs.{stack.region}.{stack.url_suffix}")],
+            actions=list(LOGS_KEY_ACTIONS),
+            resources=["*"],
+            conditions={"ArnLike": {"kms:EncryptionContext:aws:logs:arn": log_groups}},
+        )
+    )
+    return bool(result.statement_added)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import aws_cdk as cdk
@@ -413,7 +414,7 @@ def alarm_metric_count(template: dict[str, Any]) -> int:
 
 def test_readme_cost_line_matches_the_default_template(default_pipeline: Synthesized) -> None:
     # GIVEN the default template and the README's cost line
-    readme = (REPO / "README.md").read_text()
+    readme = " ".join((REPO / "README.md").read_text().split())
     template = default_pipeline.template_json
     alarms = len(resources_of_type(template, "AWS::CloudWatch::Alarm"))
     metrics = alarm_metric_count(template)
@@ -427,3 +428,16 @@ def test_readme_cost_line_matches_the_default_template(default_pipeline: Synthes
         f"metrics ({len(OUTCOME_METRICS) * CUSTOM_METRIC_USD:.2f} USD): about {total:.2f} USD per month"
     )
     assert line in readme, line
+
+
+def test_readme_alarm_table_has_a_row_per_alarm_key() -> None:
+    # GIVEN the README's "Alarms" table and the runbook the descriptions name
+    readme = (REPO / "README.md").read_text()
+    section = readme.split("## Alarms\n", 1)[1].split("\n## ", 1)[0]
+    first_cells = [line.split("|")[1] for line in section.splitlines() if line.startswith("| `")]
+    documented = {key for cell in first_cells for key in re.findall(r"`(\w+)`", cell)}
+    # WHEN they are compared with the alarm keys
+    # THEN every key has a row (and no row names an alarm that does not exist), and the runbook exists
+    assert documented == set(ALARM_KEYS)
+    assert "### Runbook: when an alarm fires" in readme
+    assert "section 'Runbook: when an alarm fires'" in DEFAULT_RUNBOOK
