@@ -441,3 +441,92 @@ def test_readme_alarm_table_has_a_row_per_alarm_key() -> None:
     assert documented == set(ALARM_KEYS)
     assert "### Runbook: when an alarm fires" in readme
     assert "section 'Runbook: when an alarm fires'" in DEFAULT_RUNBOOK
+
+
+@pytest.mark.parametrize(
+    ("props", "message"),
+    [
+        (
+            {"alarm_overrides": {"conflict": False}},
+            "alarm_overrides['conflict']: unknown alarm; allowed keys ['dead_letter_queue_not_empty',",
+        ),
+        (
+            {"alarm_overrides": {"conflicts": 3}},
+            "alarm_overrides['conflicts']=3: allowed False, True or an AlarmThreshold(...)",
+        ),
+        (
+            {"alarm_overrides": {"conflicts": AlarmThreshold(threshold=0)}},
+            "alarm_overrides['conflicts'].threshold=0: allowed more than 0",
+        ),
+        (
+            {"alarm_overrides": {"function_errors": AlarmThreshold(evaluation_periods=0)}},
+            "alarm_overrides['function_errors'].evaluation_periods=0: allowed 1 or more",
+        ),
+        (
+            {"alarm_overrides": {"function_errors": AlarmThreshold(evaluation_periods=2, datapoints_to_alarm=3)}},
+            "alarm_overrides['function_errors'].datapoints_to_alarm=3: allowed 1..evaluation_periods (2)",
+        ),
+        (
+            {"alarm_overrides": {"function_errors": AlarmThreshold(datapoints_to_alarm=2)}},
+            "alarm_overrides['function_errors'].datapoints_to_alarm=2: needs evaluation_periods in the same",
+        ),
+        (
+            {"alarm_overrides": {"oldest_message_too_old": AlarmThreshold(threshold=60)}},
+            "alarm_overrides['oldest_message_too_old'].threshold=60: set oldest_message_age_threshold instead",
+        ),
+        ({"alarm_name_prefix": ""}, "alarm_name_prefix='': allowed 1..200 printable ASCII characters"),
+        ({"alarm_name_prefix": "commandes-été"}, "alarm_name_prefix='commandes-été': allowed 1..200 printable ASCII"),
+        ({"alarm_name_prefix": "x" * 201}, "allowed 1..200 printable ASCII characters, or None for the service name"),
+        ({"runbook_url": "wiki/orders"}, "runbook_url='wiki/orders': allowed an http(s):// URL of at most 512"),
+    ],
+)
+def test_bad_alarm_props_are_refused_with_the_prop_and_what_is_allowed(
+    fresh_stack: cdk.Stack, props: dict[str, Any], message: str
+) -> None:
+    # GIVEN an alarm prop outside what is allowed
+    # WHEN the pipeline is built
+    # THEN the synth fails, naming the prop, the value and what is allowed
+    with pytest.raises(ValueError, match="invalid props") as raised:
+        IdempotentOrderPipeline(fresh_stack, "Pipeline", **props)
+    assert message in str(raised.value)
+
+
+def test_alarm_prop_errors_are_collected_together(fresh_stack: cdk.Stack) -> None:
+    # GIVEN two bad alarm props and a bad function prop
+    # WHEN the pipeline is built
+    # THEN all three are reported in one error
+    with pytest.raises(ValueError, match="invalid props") as raised:
+        IdempotentOrderPipeline(
+            fresh_stack, "Pipeline", memory_size=1, alarm_name_prefix="", alarm_overrides={"nope": False}
+        )
+    message = str(raised.value)
+    assert "memory_size=1" in message
+    assert "alarm_name_prefix=''" in message
+    assert "alarm_overrides['nope']" in message
+
+
+def test_alarms_with_actions_but_no_runbook_url_warn(fresh_stack: cdk.Stack) -> None:
+    # GIVEN alarms with an action and no runbook_url
+    from aws_cdk import aws_sns
+    from aws_cdk.assertions import Annotations, Match
+
+    IdempotentOrderPipeline(fresh_stack, "Pipeline", alarm_action=aws_sns.Topic(fresh_stack, "Pager"))
+    # WHEN the annotations are read
+    # THEN a warning says to pass runbook_url
+    Annotations.from_stack(fresh_stack).has_warning(
+        "/TestStack/Pipeline", Match.string_like_regexp("alarms notify on-call but runbook_url=None")
+    )
+
+
+def test_override_values_that_are_tokens_are_left_to_cloudformation(fresh_stack: cdk.Stack) -> None:
+    # GIVEN a threshold given as a CloudFormation parameter
+    threshold = cdk.CfnParameter(fresh_stack, "Threshold", type="Number", default=5).value_as_number
+    # WHEN the pipeline is built
+    pipeline = IdempotentOrderPipeline(
+        fresh_stack, "Pipeline", alarm_overrides={"conflicts": AlarmThreshold(threshold=threshold)}
+    )
+    # THEN it is not checked at synth, and the alarm uses the parameter
+    properties = Template.from_stack(fresh_stack).to_json()["Resources"][
+        logical_id(fresh_stack, pipeline.alarms["conflicts"])
+    ]["Properties"]
+    assert properties["Threshold"] == {"Ref": "Threshold"}
