@@ -69,8 +69,8 @@ CHECKOV_SUPPRESSIONS: tuple[tuple[CheckovSuppression, Condition], ...] = (
         CheckovSuppression(
             "CKV_AWS_158",
             "log_group",
-            _WITHOUT_KEY + "CloudWatch Logs encrypts log data at rest with service-managed keys; the logs hold "
-            "event ids and error codes, no order payloads. Pass encryption_key to encrypt the log group with it.",
+            _WITHOUT_KEY + "CloudWatch Logs encrypts log data at rest with service-managed keys; the handler logs "
+            "ids, outcomes and error messages, not order bodies. Pass encryption_key to encrypt the log group with it.",
         ),
         lambda facts: not facts.customer_managed_key,
     ),
