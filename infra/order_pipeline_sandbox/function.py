@@ -9,7 +9,8 @@ asset shows up when the sandbox runs the function, as it would in AWS.
 Two moto gaps are bridged here, both visible in the report:
 
 * moto's CloudFormation drops a function's ``Layers`` (``GetFunction`` lists none), so the layers
-  are read from the deployed template (``GetTemplate``) and must be layer versions the endpoint
+  are read from the deployed template (``GetTemplate``), a ``{"Ref": ...}`` resolved from the
+  stack's parameters (the construct's ``PowertoolsLayerArn``), and must be layer versions the endpoint
   holds; their content is the zip the sandbox published, checked against the endpoint's
   ``CodeSha256`` (moto returns no download location for layers);
 * moto would run the mapping itself, in Docker, on every ``SendMessage``: :func:`disable_mapping`
