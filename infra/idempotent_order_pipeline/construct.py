@@ -88,7 +88,9 @@ class IdempotentOrderPipeline(Construct):
         construct's path in the stack, e.g. ``dev-OrderPipeline-Pipeline``: unique per deployment,
         so two stages in one account never trip each other's alarms).
     :param metrics_namespace: ``POWERTOOLS_METRICS_NAMESPACE``. Default: 'IdempotentOrderPipeline'.
-    :param encryption_key: a customer managed KMS key for the queues, topic and tables. Default:
+    :param encryption_key: a customer managed KMS key for the queues, topic, tables and the
+        function's log group (the key policy gets a statement letting this region's CloudWatch Logs
+        use it for this account's log groups; an imported key's owner must add it). Default:
         None (SQS-managed SSE on the queues, the AWS managed ``alias/aws/sns`` key on the topic,
         AWS owned keys on the tables).
     :param removal_policy: what happens to the tables, queues and log group when they leave the

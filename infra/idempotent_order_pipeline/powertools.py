@@ -16,8 +16,9 @@ fails the deploy with ``ParameterNotFound`` rather than deploying a wrong layer.
 China (``aws-cn``) and GovCloud (``aws-us-gov``) have layers under other accounts, with other
 layer numbers, and no such parameter: when the stack's region is known and lies there, synthesis
 fails and says to pass ``powertools_layer=``. An environment-agnostic stack cannot know its
-partition at synth; deployed there, CloudFormation stops on the missing parameter (the
-parameter's description says what to do).
+partition at synth: it gets a template rule (``PowertoolsLayerArnPartition``) asserting the
+``aws`` partition, so CloudFormation refuses the deploy elsewhere before creating anything, with
+the same advice (the parameter's description says it too).
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ POWERTOOLS_LAYER_PARAMETER = (
 #: The stack-level CloudFormation parameter (its logical id) through which the ARN is resolved.
 LAYER_ARN_PARAMETER_ID = "PowertoolsLayerArn"
 SSM_STRING_PARAMETER_TYPE = "AWS::SSM::Parameter::Value<String>"
+#: The template rule of an environment-agnostic stack that checks the partition at deploy.
+PARTITION_RULE_ID = "PowertoolsLayerArnPartition"
 #: Partitions where Powertools publishes the parameter (only the commercial one).
 PARTITIONS_WITH_PARAMETER = frozenset({"aws"})
 
@@ -80,8 +83,33 @@ def default_powertools_layer(scope: Construct, construct_id: str) -> aws_lambda.
     """
     from aws_cdk import Stack, aws_lambda
 
-    parameter = layer_arn_parameter(Stack.of(scope))
+    stack = Stack.of(scope)
+    parameter = layer_arn_parameter(stack)
+    if stack_partition(scope) is None:
+        _assert_partition_at_deploy(stack)
     return aws_lambda.LayerVersion.from_layer_version_arn(scope, construct_id, parameter.value_as_string)
+
+
+def _assert_partition_at_deploy(stack: Stack) -> None:
+    """For an environment-agnostic stack: a template rule that refuses partitions without the parameter."""
+    from aws_cdk import Aws, CfnRule, CfnRuleAssertion, Fn
+
+    if stack.node.try_find_child(PARTITION_RULE_ID) is not None:
+        return
+    (partition,) = PARTITIONS_WITH_PARAMETER
+    CfnRule(
+        stack,
+        PARTITION_RULE_ID,
+        assertions=[
+            CfnRuleAssertion(
+                assert_=Fn.condition_equals(Aws.PARTITION, partition),
+                assert_description=(
+                    f"Powertools publishes its layer parameter {POWERTOOLS_LAYER_PARAMETER} in the {partition} "
+                    "partition only: synthesize with powertools_layer= (the layer ARN for this partition)"
+                ),
+            )
+        ],
+    )
 
 
 def layer_arn_parameter(stack: Stack) -> CfnParameter:

@@ -216,8 +216,9 @@ def test_grant_subscribe_allows_subscribing_to_the_topic(granted: tuple[Template
     template, grants = granted
     stack, pipeline = grants["stack"], grants["pipeline"]
     # WHEN its policy is read
-    # THEN it may subscribe to the notifications topic, nothing else
+    # THEN it may subscribe to the notifications topic, nothing else, and the grant reports success
     assert isinstance(grants["subscribe"], aws_iam.Grant)
+    assert grants["subscribe"].success
     template.has_resource_properties(
         "AWS::IAM::Policy",
         {

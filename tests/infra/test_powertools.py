@@ -10,6 +10,7 @@ from aws_cdk.assertions import Template
 from idempotent_order_pipeline import IdempotentOrderPipeline
 from idempotent_order_pipeline.powertools import (
     LAYER_ARN_PARAMETER_ID,
+    PARTITION_RULE_ID,
     POWERTOOLS_ARCHITECTURE,
     POWERTOOLS_LAYER_PARAMETER,
     POWERTOOLS_PYTHON_VERSION,
@@ -82,10 +83,10 @@ def test_a_commercial_region_uses_the_parameter(region: str) -> None:
     stack = cdk.Stack(cdk.App(), "Pinned", env=cdk.Environment(account="111111111111", region=region))
     # WHEN the pipeline is built with the default layer
     IdempotentOrderPipeline(stack, "Pipeline")
-    # THEN the layer comes from the parameter
-    Template.from_stack(stack).has_resource_properties(
-        "AWS::Lambda::Function", {"Layers": [{"Ref": LAYER_ARN_PARAMETER_ID}]}
-    )
+    # THEN the layer comes from the parameter, and the partition needs no check at deploy (known: aws)
+    template = Template.from_stack(stack)
+    template.has_resource_properties("AWS::Lambda::Function", {"Layers": [{"Ref": LAYER_ARN_PARAMETER_ID}]})
+    assert PARTITION_RULE_ID not in template.to_json().get("Rules", {})
 
 
 @pytest.mark.parametrize(("region", "partition"), [("cn-north-1", "aws-cn"), ("us-gov-west-1", "aws-us-gov")])
@@ -122,3 +123,20 @@ def test_a_given_layer_works_in_any_partition() -> None:
     template_function = next(r for r in template["Resources"].values() if r["Type"] == "AWS::Lambda::Function")
     assert template_function["Properties"]["Layers"] == [arn]
     assert LAYER_ARN_PARAMETER_ID not in template.get("Parameters", {})
+
+
+def test_an_environment_agnostic_stack_checks_the_partition_at_deploy(default_pipeline: Synthesized) -> None:
+    # GIVEN the default pipeline in an environment-agnostic stack (its partition unknown at synth)
+    rules = default_pipeline.template_json["Rules"]
+    # WHEN its template rules are read
+    # THEN one refuses, before any resource is created, a partition without Powertools' parameter,
+    # saying what to do
+    assert rules[PARTITION_RULE_ID] == {
+        "Assertions": [
+            {
+                "Assert": {"Fn::Equals": [{"Ref": "AWS::Partition"}, "aws"]},
+                "AssertDescription": f"Powertools publishes its layer parameter {POWERTOOLS_LAYER_PARAMETER} in the "
+                "aws partition only: synthesize with powertools_layer= (the layer ARN for this partition)",
+            }
+        ]
+    }
