@@ -109,8 +109,10 @@ class IdempotentOrderPipeline(Construct):
         Default: () (with no ``alarm_action`` either: alarms without actions).
     :param ok_actions: run the same actions on OK, so a pager incident resolves itself.
         Default: True.
-    :param alarm_name_prefix: every alarm is named ``<prefix>-<key>`` (the key in ``alarms``).
-        Default: None (the service name, see ``service_name``).
+    :param alarm_name_prefix: every alarm is named ``<prefix>-<key>`` (the key in ``alarms``);
+        alarm names are unique per account and region, so two pipelines there need two prefixes
+        (changing it replaces the alarms, which hold no state). Default: None (the service name,
+        see ``service_name``, unique per stack and construct path).
     :param runbook_url: the runbook every alarm's description links, next to what it means.
         Default: None (the description points at this library's README runbook section; a warning
         when the alarms have actions).
