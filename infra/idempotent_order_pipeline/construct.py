@@ -19,6 +19,7 @@ from aws_cdk import (
     Token,
     Validations,
     aws_cloudwatch,
+    aws_cloudwatch_actions,
     aws_dynamodb,
     aws_ec2,
     aws_iam,
@@ -31,7 +32,7 @@ from aws_cdk import (
 )
 from constructs import Construct, IConstruct, IValidation
 
-from idempotent_order_pipeline import asset, monitoring, permissions, powertools, removal, resources
+from idempotent_order_pipeline import asset, compliance, monitoring, permissions, powertools, removal, resources
 from idempotent_order_pipeline._lambda_asset.order_events.metric_names import OUTCOME_METRICS
 from idempotent_order_pipeline.discovery import mark as mark_for_discovery
 from idempotent_order_pipeline.keys import DEFAULT_IDENTITY_FIELDS
@@ -177,10 +178,11 @@ class IdempotentOrderPipeline(Construct):
         construct's path in the stack, e.g. ``dev-OrderPipeline-Pipeline``: unique per deployment,
         so two stages in one account never trip each other's alarms).
     :param metrics_namespace: ``POWERTOOLS_METRICS_NAMESPACE``. Default: 'IdempotentOrderPipeline'.
-    :param encryption_key: a customer managed KMS key for the queues, topic and tables (and the
-        one key the function's role may use: existing resources encrypted with a customer managed
-        key must use this one). Default: None (SQS-managed SSE on the queues, the AWS managed
-        ``alias/aws/sns`` key on the topic, AWS owned keys on the tables).
+    :param encryption_key: a customer managed KMS key for the queues, topic, tables and the
+        function's log group (the key policy gets a statement letting this region's CloudWatch Logs
+        use it for this account's log groups; an imported key's owner must add it). Default:
+        None (SQS-managed SSE on the queues, the AWS managed ``alias/aws/sns`` key on the topic,
+        AWS owned keys on the tables).
     :param removal_policy: what happens to the tables, queues, topic and log group the construct
         creates when they leave the stack: DESTROY, RETAIN or RETAIN_ON_UPDATE_OR_DELETE (SNAPSHOT is
         an error: none of them can be snapshotted). Table deletion protection follows the policy the
@@ -189,9 +191,29 @@ class IdempotentOrderPipeline(Construct):
     :param log_retention: how long the function's log group keeps logs.
         Default: aws_logs.RetentionDays.ONE_MONTH.
     :param powertools_layer: the layer providing Powertools for AWS Lambda (Python). Default: None
-        (the official public layer for the pinned version, arm64, Python 3.14, in the stack's
-        region; see ``idempotent_order_pipeline.powertools``).
-    :param alarm_action: an SNS topic every alarm notifies. Default: None (alarms without actions).
+        (the official public layer of the pinned version, arm64, Python 3.14, its ARN read at
+        deploy from Powertools' public SSM parameter through the stack parameter
+        ``PowertoolsLayerArn``; an error in a region of aws-cn or aws-us-gov, which have no such
+        parameter; see ``idempotent_order_pipeline.powertools``).
+    :param alarm_action: an SNS topic every alarm notifies, as an ``SnsAction`` added to
+        ``alarm_actions``. Default: None.
+    :param alarm_actions: actions (``aws_cloudwatch_actions.SnsAction``, ``LambdaAction``, any
+        ``IAlarmAction``) every alarm runs when it fires and, with ``ok_actions``, when it clears.
+        Default: () (with no ``alarm_action`` either: alarms without actions).
+    :param ok_actions: run the same actions on OK, so a pager incident resolves itself.
+        Default: True.
+    :param alarm_name_prefix: every alarm is named ``<prefix>-<key>`` (the key in ``alarms``);
+        alarm names are unique per account and region, so two pipelines there need two prefixes
+        (changing it replaces the alarms, which hold no state). Default: None (the service name,
+        see ``service_name``, unique per stack and construct path).
+    :param runbook_url: the runbook every alarm's description links, next to what it means.
+        Default: None (the description points at this library's README runbook section; a warning
+        when the alarms have actions).
+    :param alarm_overrides: per alarm key (``monitoring.ALARM_KEYS``): False to not create it, or an
+        ``AlarmThreshold(threshold=, evaluation_periods=, datapoints_to_alarm=)``. Default: None
+        (every alarm, with its own threshold).
+    :param dashboard: create the CloudWatch dashboard (3 USD a month beyond an account's 3 free
+        ones). Default: True.
     :param oldest_message_age_threshold: the queue age above which the backlog alarm fires, less
         than ``retention_period``. Default: 15 minutes.
     :param alarm_evaluation_periods: consecutive breaching minutes before a sustained alarm (age,
@@ -288,6 +310,12 @@ class IdempotentOrderPipeline(Construct):
         fifo_high_throughput: bool = False,
         provisioned_pollers: aws_lambda.ProvisionedPollerConfig | None = None,
         tracing: bool = False,
+        alarm_actions: Sequence[aws_cloudwatch.IAlarmAction] = (),
+        ok_actions: bool = True,
+        alarm_name_prefix: str | None = None,
+        runbook_url: str | None = None,
+        alarm_overrides: Mapping[str, monitoring.AlarmOverride] | None = None,
+        dashboard: bool = True,
     ) -> None:
         super().__init__(scope, construct_id)
         props = PipelineProps(
@@ -329,6 +357,12 @@ class IdempotentOrderPipeline(Construct):
             fifo_high_throughput=fifo_high_throughput,
             provisioned_pollers=provisioned_pollers,
             tracing=tracing,
+            alarm_actions=tuple(alarm_actions),
+            ok_actions=ok_actions,
+            alarm_name_prefix=alarm_name_prefix,
+            runbook_url=runbook_url,
+            alarm_overrides=dict(alarm_overrides or {}),
+            dashboard=dashboard,
         )
         self._props = props
         self._service_name = service_name or self._default_service_name()
@@ -363,18 +397,18 @@ class IdempotentOrderPipeline(Construct):
             order_records_table=self.order_records_table,
             outcome_metrics={name: self._outcome_metric(name) for name in OUTCOME_METRICS},
         )
-        self.alarms: Mapping[str, aws_cloudwatch.Alarm] = MappingProxyType(
-            monitoring.create_alarms(
-                self,
-                resources_watched,
-                oldest_message_age_threshold=oldest_message_age_threshold,
-                evaluation_periods=alarm_evaluation_periods,
-                alarm_action=alarm_action,
-            )
+        self.alarm_factory = monitoring.AlarmFactory(self, self._alarm_settings())
+        """Makes every alarm alike (name prefix, runbook, actions, overrides); sub-constructs add theirs here."""
+        monitoring.create_alarms(
+            self.alarm_factory, resources_watched, oldest_message_age_threshold=oldest_message_age_threshold
         )
-        """Every alarm, by role (``dead_letter_queue_not_empty``, ``conflicts``, ...)."""
-        self.dashboard: aws_cloudwatch.Dashboard = monitoring.create_dashboard(self, resources_watched, self.alarms)
-        """Queue, function, handler outcomes and tables on one CloudWatch dashboard."""
+        self.alarms: Mapping[str, aws_cloudwatch.Alarm] = MappingProxyType(self.alarm_factory.alarms)
+        """Every alarm, by key (``dead_letter_queue_not_empty``, ``conflicts``, ...), less those turned off."""
+        self.dashboard: aws_cloudwatch.Dashboard | None = (
+            monitoring.create_dashboard(self, resources_watched, self.alarms) if dashboard else None
+        )
+        """Queue, function, handler outcomes and tables on one CloudWatch dashboard (None with ``dashboard=False``)."""
+        self._suppress_checkov_findings()
         self._follow_removal_policy()
         mark_for_discovery(self)  # resource metadata the operator CLI finds this pipeline by
 
@@ -384,6 +418,8 @@ class IdempotentOrderPipeline(Construct):
         """Every prop, every override after the merge and every existing resource: one error lists all."""
         findings = validate(props)
         resources.check_resources(props, findings)
+        if props.powertools_layer is None and (layer_problem := powertools.default_layer_problem(self)):
+            findings.errors.append(layer_problem)
         self._check_service_name_unique(findings)
         if findings.errors:
             problems = "\n".join(f"  - {error}" for error in findings.errors)
@@ -404,6 +440,20 @@ class IdempotentOrderPipeline(Construct):
     def _service_name_key(self) -> tuple[str, str, str]:
         stack = Stack.of(self)
         return (stack.account, stack.region, self._service_name)
+
+    def _alarm_settings(self) -> monitoring.AlarmSettings:
+        props = self._props
+        actions = list(props.alarm_actions)
+        if props.alarm_action is not None:
+            actions.append(aws_cloudwatch_actions.SnsAction(props.alarm_action))
+        return monitoring.AlarmSettings(
+            name_prefix=props.alarm_name_prefix or self._service_name,
+            actions=tuple(actions),
+            ok_actions=props.ok_actions,
+            runbook_url=props.runbook_url,
+            evaluation_periods=props.alarm_evaluation_periods,
+            overrides=props.alarm_overrides,
+        )
 
     def _default_service_name(self) -> str:
         """The stack name and this construct's path inside the stack: unique per account and region."""
@@ -463,8 +513,18 @@ class IdempotentOrderPipeline(Construct):
     def _create_function(self) -> aws_lambda.Function:
         props = self._props
         log_group = aws_logs.LogGroup(
-            self, "FunctionLogGroup", retention=props.log_retention, removal_policy=props.removal_policy
+            self,
+            "FunctionLogGroup",
+            retention=props.log_retention,
+            removal_policy=props.removal_policy,
+            encryption_key=props.encryption_key,
         )
+        if props.encryption_key is not None and not permissions.allow_log_encryption(self, props.encryption_key):
+            Annotations.of(self).add_warning_v2(
+                f"{WARNING_PREFIX}:imported-key-policy",
+                "encryption_key is imported: its key policy must let logs.<region>.amazonaws.com use it for this "
+                "account's log groups (kms:EncryptionContext:aws:logs:arn), or the log group cannot be created",
+            )
         role = aws_iam.Role(
             self,
             "FunctionRole",
@@ -622,29 +682,45 @@ class IdempotentOrderPipeline(Construct):
                 )
             )
 
+    def _suppress_checkov_findings(self) -> None:
+        """checkov findings this design answers, as resource metadata (each reason is in the README too)."""
+        cfn_function = self.function.node.default_child
+        assert isinstance(cfn_function, aws_lambda.CfnFunction)
+        facts = compliance.PipelineFacts(
+            customer_managed_key=self._props.encryption_key is not None,
+            function_in_vpc=self.function.is_bound_to_vpc,
+            reserved_concurrency=cfn_function.reserved_concurrent_executions is not None,
+        )
+        compliance.suppress(
+            facts,
+            {
+                "queues": [self.queue, self.dead_letter_queue],
+                "tables": [self.processed_events_table, self.order_records_table],
+                "log_group": [self.node.find_child("FunctionLogGroup")],
+                "function": [self.function],
+                "function_policy": [policy]
+                if (policy := self.function.role and self.function.role.node.try_find_child("DefaultPolicy"))
+                else [],
+            },
+        )
+
     # ---- grants and subscriptions ---------------------------------------------------------------
 
     def grant_send_orders(self, grantee: aws_iam.IGrantable) -> aws_iam.Grant:
-        """Let ``grantee`` send orders to the queue (and use its key, if it has a customer managed one)."""
-        grant = aws_iam.Grant.add_to_principal(
-            grantee=grantee,
-            actions=["sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"],
-            resource_arns=[self.queue.queue_arn],
-        )
-        key = self._props.encryption_key
-        if key is not None:
-            grant = grant.combine(
-                aws_iam.Grant.add_to_principal(
-                    grantee=grantee, actions=["kms:GenerateDataKey", "kms:Decrypt"], resource_arns=[key.key_arn]
-                )
-            )
-        return grant
+        """Let ``grantee`` send orders to the queue (and use its customer managed key, if any).
+
+        Same account: an identity policy on the grantee. Another account (``AccountPrincipal``, a
+        role of another stack's account): a queue policy statement naming it, and a key policy
+        statement for the key; the other account must still allow its own principals.
+        """
+        return permissions.grant_send_orders(grantee, queue=self.queue, encryption_key=self._props.encryption_key)
 
     def grant_subscribe(self, grantee: aws_iam.IGrantable) -> aws_iam.Grant:
-        """Let ``grantee`` subscribe endpoints to the order notifications topic."""
-        return aws_iam.Grant.add_to_principal(
-            grantee=grantee, actions=["sns:Subscribe"], resource_arns=[self.topic.topic_arn]
-        )
+        """Let ``grantee`` subscribe endpoints to the order notifications topic.
+
+        Same account: an identity policy on the grantee; another account: a topic policy statement.
+        """
+        return permissions.grant_subscribe(grantee, topic=self.topic)
 
     def add_subscription(self, subscription: aws_sns.ITopicSubscription) -> aws_sns.Subscription:
         """Subscribe an endpoint (``aws_sns_subscriptions.SqsSubscription(queue)``, ...) to the notifications.

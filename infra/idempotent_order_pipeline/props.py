@@ -15,6 +15,7 @@ from aws_cdk import (
     Duration,
     RemovalPolicy,
     Token,
+    aws_cloudwatch,
     aws_dynamodb,
     aws_ec2,
     aws_kms,
@@ -24,6 +25,7 @@ from aws_cdk import (
     aws_sqs,
 )
 
+from idempotent_order_pipeline import monitoring
 from idempotent_order_pipeline.keys import parse_identity_fields
 
 #: Fixed: the longest SQS allows, so a parked message has the most time to be looked at.
@@ -96,6 +98,12 @@ class PipelineProps:
     fifo_high_throughput: bool = False
     provisioned_pollers: aws_lambda.ProvisionedPollerConfig | None = None
     tracing: bool = False
+    alarm_actions: tuple[aws_cloudwatch.IAlarmAction, ...] = ()
+    ok_actions: bool = True
+    alarm_name_prefix: str | None = None
+    runbook_url: str | None = None
+    alarm_overrides: Mapping[str, monitoring.AlarmOverride] = field(default_factory=dict)
+    dashboard: bool = True
 
     @property
     def identity_field_names(self) -> tuple[str, ...]:
@@ -301,6 +309,74 @@ def _check_alarms(props: PipelineProps, findings: Findings) -> None:
     periods = _number(props.alarm_evaluation_periods)
     if periods is not None and periods < 1:
         errors.append(f"alarm_evaluation_periods={props.alarm_evaluation_periods!r}: allowed 1 or more")
+    _check_alarm_naming(props, findings)
+    for key, override in props.alarm_overrides.items():
+        _check_alarm_override(key, override, errors)
+
+
+def _check_alarm_naming(props: PipelineProps, findings: Findings) -> None:
+    errors = findings.errors
+    prefix = props.alarm_name_prefix
+    limit = monitoring.MAX_ALARM_NAME_PREFIX_LENGTH
+    if (
+        prefix is not None
+        and not Token.is_unresolved(prefix)
+        and not (0 < len(prefix) <= limit and prefix.isascii() and prefix.isprintable())
+    ):
+        errors.append(
+            f"alarm_name_prefix={prefix!r}: allowed 1..{limit} printable ASCII characters, or None for the service name"
+        )
+    url = props.runbook_url
+    if (
+        url is not None
+        and not Token.is_unresolved(url)
+        and (not url.startswith(("https://", "http://")) or len(url) > monitoring.MAX_RUNBOOK_URL_LENGTH)
+    ):
+        errors.append(
+            f"runbook_url={url!r}: allowed an http(s):// URL of at most {monitoring.MAX_RUNBOOK_URL_LENGTH} "
+            "characters, or None"
+        )
+    if (props.alarm_actions or props.alarm_action is not None) and url is None:
+        findings.warnings.append(
+            (
+                "no-runbook-url",
+                "alarms notify on-call but runbook_url=None: their descriptions point at this library's README; "
+                "pass runbook_url= to link your team's runbook",
+            )
+        )
+
+
+def _check_alarm_override(key: str, override: object, errors: list[str]) -> None:
+    if key not in monitoring.ALARM_KEYS:
+        errors.append(f"alarm_overrides[{key!r}]: unknown alarm; allowed keys {list(monitoring.ALARM_KEYS)}")
+        return
+    if isinstance(override, bool):
+        return
+    if not isinstance(override, monitoring.AlarmThreshold):
+        errors.append(f"alarm_overrides[{key!r}]={override!r}: allowed False, True or an AlarmThreshold(...)")
+        return
+    threshold = _number(override.threshold)
+    periods = _number(override.evaluation_periods)
+    datapoints = _number(override.datapoints_to_alarm)
+    if key == "oldest_message_too_old" and override.threshold is not None:
+        errors.append(
+            f"alarm_overrides[{key!r}].threshold={override.threshold!r}: set oldest_message_age_threshold instead "
+            "(its threshold has one place)"
+        )
+    elif threshold is not None and threshold <= 0:
+        errors.append(f"alarm_overrides[{key!r}].threshold={override.threshold!r}: allowed more than 0")
+    if periods is not None and periods < 1:
+        errors.append(f"alarm_overrides[{key!r}].evaluation_periods={override.evaluation_periods!r}: allowed 1 or more")
+    if override.datapoints_to_alarm is not None and override.evaluation_periods is None:
+        errors.append(
+            f"alarm_overrides[{key!r}].datapoints_to_alarm={override.datapoints_to_alarm!r}: needs "
+            "evaluation_periods in the same AlarmThreshold"
+        )
+    elif datapoints is not None and periods is not None and not 1 <= datapoints <= periods:
+        errors.append(
+            f"alarm_overrides[{key!r}].datapoints_to_alarm={override.datapoints_to_alarm!r}: allowed "
+            f"1..evaluation_periods ({override.evaluation_periods!r})"
+        )
 
 
 def _check_removal(props: PipelineProps, findings: Findings) -> None:

@@ -25,7 +25,7 @@ from aws_cdk import Annotations, aws_dynamodb, aws_ec2, aws_kms, aws_lambda, aws
 from cdk_nag import AwsSolutionsChecks, ServerlessChecks
 from constructs import Construct
 
-from idempotent_order_pipeline import IdempotentOrderPipeline
+from idempotent_order_pipeline import IdempotentOrderPipeline, permissions
 from idempotent_order_pipeline.construct import WARNING_PREFIX
 
 #: The CDK CLI's app directory (``cdk.json`` with the same feature flags as the main app).
@@ -67,6 +67,8 @@ class ExistingResourcesStack(cdk.Stack):
     def __init__(self, scope: Construct, construct_id: str, **kwargs: Any) -> None:
         super().__init__(scope, construct_id, description="Resources of an existing order system", **kwargs)
         key = aws_kms.Key(self, "Key", enable_key_rotation=True, description="Existing order system data")
+        # The pipeline stack encrypts its log groups (the function's, the VPC flow logs) with this key.
+        permissions.allow_log_encryption(self, key)
         dead_letter_queue = aws_sqs.Queue(
             self,
             "DeadLetterQueue",
@@ -169,7 +171,11 @@ class BrownfieldPipelineStack(cdk.Stack):
             ],
         )
         flow_log_group = aws_logs.LogGroup(
-            self, "VpcFlowLogs", retention=aws_logs.RetentionDays.ONE_MONTH, removal_policy=cdk.RemovalPolicy.DESTROY
+            self,
+            "VpcFlowLogs",
+            retention=aws_logs.RetentionDays.ONE_MONTH,
+            removal_policy=cdk.RemovalPolicy.DESTROY,
+            encryption_key=key,
         )
         vpc.add_flow_log("FlowLog", destination=aws_ec2.FlowLogDestination.to_cloud_watch_logs(flow_log_group))
         self.pipeline = IdempotentOrderPipeline(

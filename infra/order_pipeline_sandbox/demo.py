@@ -25,6 +25,7 @@ from types import TracebackType
 from typing import Any
 
 from idempotent_order_pipeline.keys import parse_identity_fields
+from idempotent_order_pipeline.powertools import LAYER_ARN_PARAMETER_ID, POWERTOOLS_LAYER_PARAMETER
 from order_pipeline_sandbox import checks, traffic
 from order_pipeline_sandbox.deploy import (
     DEFAULT_STAGE,
@@ -369,5 +370,7 @@ def describe(sandbox: Sandbox) -> dict[str, Any]:
         f"{sandbox.function.timeout_seconds} s)",
         "mapping": f"batch {sandbox.mapping.batch_size}, {', '.join(sandbox.mapping.function_response_types) or '-'}, "
         f"maxReceiveCount {sandbox.mapping.max_receive_count}",
+        "layer": f"{', '.join(layer.arn for layer in sandbox.function.layers) or '-'} (deployed through the stack "
+        f"parameter {LAYER_ARN_PARAMETER_ID} = SSM {POWERTOOLS_LAYER_PARAMETER})",
         "skipped": sandbox.deployment.skipped_types,
     }

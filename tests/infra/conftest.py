@@ -34,7 +34,7 @@ def fifo_pipeline(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
 
 @pytest.fixture(scope="session")
 def cmk_pipeline(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
-    """A customer managed key and an alarm action, plus non-default batching, naming and removal props."""
+    """A customer managed key, an alarm action and a runbook, plus non-default batching, naming and removal props."""
     return synth_pipeline(
         tmp_path_factory.mktemp("cmk"),
         customer_managed_key_and_alarm_topic,
@@ -45,6 +45,7 @@ def cmk_pipeline(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
         identity_fields=("customer_id", "order_id"),
         service_name="orders",
         metrics_namespace="Shop/Orders",
+        runbook_url="https://runbooks.example.com/orders",
     )
 
 

@@ -86,7 +86,7 @@ def test_renaming_the_construct_id_fails_the_gate(renamed: Path, base: dict[str,
     # GIVEN the construct id "Orders" instead of "Pipeline" (every logical id changes)
     # WHEN the gate diffs it against the base snapshot
     verdict = gate.judge(run(renamed, STACK, base, tmp_path), [])
-    # THEN both tables, both queues, the topic and the log group are removed (the defaults retain them)
+    # THEN both tables, both queues, the topic and the log group are removed (the defaults retain them all)
     assert not verdict.passed
     removed = {(f.resource_type, f.logical_id.rstrip("0123456789ABCDEF"), f.impact) for f in verdict.blocking}
     assert removed == {
@@ -94,7 +94,7 @@ def test_renaming_the_construct_id_fails_the_gate(renamed: Path, base: dict[str,
         ("AWS::DynamoDB::Table", "PipelineOrderRecordsTable", "orphan"),
         ("AWS::SQS::Queue", "PipelineQueue", "orphan"),
         ("AWS::SQS::Queue", "PipelineDeadLetterQueue", "orphan"),
-        ("AWS::SNS::Topic", "PipelineTopic", "destroy"),
+        ("AWS::SNS::Topic", "PipelineTopic", "orphan"),
         ("AWS::Logs::LogGroup", "PipelineFunctionLogGroup", "orphan"),
     }
     assert "renamed construct id" in verdict.blocking[0].describe()
