@@ -183,7 +183,7 @@ def _refused(index: int, order: object, error: str, error_code: str) -> SendResu
     """The result of an order refused before sending (its ``order_id`` when it has a string one)."""
     try:
         order_id = order.get(ORDER_ID_FIELD) if isinstance(order, Mapping) else None
-    except Exception:  # noqa: BLE001 - a broken mapping still gets its result
+    except Exception:
         order_id = None
     return SendResult(
         index=index,

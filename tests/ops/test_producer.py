@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import hashlib
-
 import datetime
+import hashlib
 import json
 from collections import Counter
 from decimal import Decimal

@@ -94,7 +94,7 @@ def check_text(text: str, what: str) -> str:
         match = _SURROGATE.search(text)
         position = match.start() if match else 0
         raise InvalidTextError(
-            f"{what} is not valid Unicode: lone surrogate {ascii(text[position])} at character {position}"
+            f"{what} is not valid Unicode: lone surrogate {text[position]!a} at character {position}"
         )
     return text
 
@@ -207,9 +207,7 @@ def number_text(value: int | float | Decimal) -> str:
         sign, digit_tuple, exponent = value.as_tuple()
         assert isinstance(exponent, int)  # a finite Decimal
         number = value
-        checked = _checked_number(
-            bool(sign), "".join(map(str, digit_tuple)), exponent, lambda: _spelled(str(number))
-        )
+        checked = _checked_number(bool(sign), "".join(map(str, digit_tuple)), exponent, lambda: _spelled(str(number)))
     return "0" if checked is None else _canonical_number(*checked)
 
 
@@ -247,9 +245,7 @@ def _canonical(value: Any, out: list[str], path: list[str | int]) -> None:
             raise type(exc)(f"{path_text(path)}: {exc}") from None
     elif isinstance(value, Mapping | list | tuple):
         if len(path) >= MAX_NESTING_DEPTH + 1:
-            raise InvalidMessageError(
-                f"{path_text(path)} is nested deeper than DynamoDB's {MAX_NESTING_DEPTH} levels"
-            )
+            raise InvalidMessageError(f"{path_text(path)} is nested deeper than DynamoDB's {MAX_NESTING_DEPTH} levels")
         if isinstance(value, Mapping):
             names = list(value)
             for name in names:

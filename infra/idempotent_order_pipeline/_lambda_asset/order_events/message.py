@@ -119,9 +119,7 @@ def _check_structure(order: Mapping[str, Any]) -> None:
     while stack:
         value, level, path = stack.pop()
         if level > MAX_NESTING_DEPTH:
-            raise InvalidMessageError(
-                f"{_where(path)} is nested deeper than DynamoDB's {MAX_NESTING_DEPTH} levels"
-            )
+            raise InvalidMessageError(f"{_where(path)} is nested deeper than DynamoDB's {MAX_NESTING_DEPTH} levels")
         containers: list[tuple[Any, int, _Path]] = []
         if isinstance(value, dict):
             for name, child in value.items():
