@@ -69,20 +69,40 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 class _BadNumber:
-    """A number literal the body cannot hold, left in place by the parser so the walk can name its path."""
+    """A number literal the body cannot hold, left in place by the parser so the walk can name its path.
 
-    __slots__ = ("error",)
+    Only the literal is kept (not the exception, whose traceback would hold the parser's frames):
+    a body of 29,000 such literals costs a few MB, and the reason is rebuilt for the first one.
+    """
 
-    def __init__(self, error: InvalidNumberError) -> None:
-        self.error = error
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def error(self) -> InvalidNumberError:
+        try:
+            number_from_literal(self.text)
+        except InvalidNumberError as exc:
+            return exc
+        raise AssertionError(f"{self.text!r:.80} was refused by the parser but is valid")  # pragma: no cover
 
 
-def _number(text: str) -> Decimal | _BadNumber:
-    """json's parse_int / parse_float hook: the exact value, or the reason it is not a valid number."""
-    try:
-        return number_from_literal(text)
-    except InvalidNumberError as exc:
-        return _BadNumber(exc)
+class _NumberParser:
+    """json's parse_int / parse_float hook for one body: exact values, one object per distinct literal."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, Decimal | _BadNumber] = {}
+
+    def __call__(self, text: str) -> Decimal | _BadNumber:
+        value = self._seen.get(text)
+        if value is None:
+            try:
+                value = number_from_literal(text)
+            except InvalidNumberError:
+                value = _BadNumber(text)
+            self._seen[text] = value
+        return value
 
 
 _Path = tuple[Any, str | int] | None  # (parent path, name or index): built per node, rendered on error only
@@ -105,7 +125,7 @@ def _check_scalar(value: Any, path: _Path) -> None:
         if not is_valid_text(value):
             check_text(value, _where(path))
     elif isinstance(value, _BadNumber):
-        raise InvalidNumberError(f"{_where(path)}: {value.error}")
+        raise InvalidNumberError(f"{_where(path)}: {value.error()}")
 
 
 def _check_structure(order: Mapping[str, Any]) -> None:
@@ -151,11 +171,12 @@ def parse_body(body: str) -> dict[str, Any]:
     """
     if not is_valid_text(body):
         check_text(body, "body")
+    numbers = _NumberParser()
     try:
         order = json.loads(
             body,
-            parse_float=_number,
-            parse_int=_number,
+            parse_float=numbers,
+            parse_int=numbers,
             parse_constant=_reject_constant,
             object_pairs_hook=_unique_keys,
         )
@@ -165,7 +186,7 @@ def parse_body(body: str) -> dict[str, Any]:
         raise InvalidMessageError(f"body is not valid JSON: {exc}"[:300]) from exc
     if not isinstance(order, dict):
         if isinstance(order, _BadNumber):
-            raise InvalidNumberError(f"body must be a JSON object, got a number: {order.error}")
+            raise InvalidNumberError(f"body must be a JSON object, got a number: {order.error()}")
         raise InvalidMessageError(f"body must be a JSON object, got {type(order).__name__}")
     _check_structure(order)
     return order
@@ -195,29 +216,40 @@ def item_size(item: Mapping[str, AttributeValue]) -> int:
     return sum(len(name.encode("utf-8")) + _attribute_size(value) for name, value in item.items())
 
 
-def attribute_value(value: Any) -> AttributeValue:
+def attribute_value(value: Any, _scalars: dict[Any, AttributeValue] | None = None) -> AttributeValue:
     """A parsed JSON value as a DynamoDB attribute value; numbers as their exact canonical text.
 
     Not boto3's TypeSerializer: its 38-digit context cannot write every number DynamoDB stores
-    (it underflows on 38 digits near 1E-130).
+    (it underflows on 38 digits near 1E-130). Equal numbers, booleans and nulls share one
+    attribute value object within one call (a body of 130,000 zeros holds one ``{"N": "0"}``),
+    so treat the result as read-only.
     """
+    scalars = {} if _scalars is None else _scalars
     if isinstance(value, str):
         return {"S": value}
-    if value is None:
-        return {"NULL": True}
-    if isinstance(value, bool):
-        return {"BOOL": value}
-    if isinstance(value, int | Decimal):
-        return {"N": number_text(value)}
     if isinstance(value, Mapping):
-        return {"M": {name: attribute_value(child) for name, child in value.items()}}
+        return {"M": {name: attribute_value(child, scalars) for name, child in value.items()}}
     if isinstance(value, list):
-        return {"L": [attribute_value(child) for child in value]}
-    raise UnserializableValueError(f"cannot store {type(value).__name__} in DynamoDB")
+        return {"L": [attribute_value(child, scalars) for child in value]}
+    if value is None:
+        key: Any = ("NULL",)
+        kind, inner = "NULL", True
+    elif isinstance(value, bool):
+        key, kind, inner = ("BOOL", value), "BOOL", value
+    elif isinstance(value, int | Decimal):
+        text = number_text(value)
+        key, kind, inner = ("N", text), "N", text
+    else:
+        raise UnserializableValueError(f"cannot store {type(value).__name__} in DynamoDB")
+    shared = scalars.get(key)
+    if shared is None:
+        shared = scalars[key] = {kind: inner}
+    return shared
 
 
 def _to_item(order: Mapping[str, Any]) -> dict[str, AttributeValue]:
-    return {key: attribute_value(value) for key, value in order.items()}
+    scalars: dict[Any, AttributeValue] = {}
+    return {key: attribute_value(value, scalars) for key, value in order.items()}
 
 
 def string_attribute(attributes: Mapping[str, Any], name: str) -> str | None:
