@@ -231,9 +231,10 @@ def attribute_value(value: Any, _scalars: dict[Any, AttributeValue] | None = Non
         return {"M": {name: attribute_value(child, scalars) for name, child in value.items()}}
     if isinstance(value, list):
         return {"L": [attribute_value(child, scalars) for child in value]}
+    key: tuple[Any, ...]
+    inner: bool | str
     if value is None:
-        key: Any = ("NULL",)
-        kind, inner = "NULL", True
+        key, kind, inner = ("NULL",), "NULL", True
     elif isinstance(value, bool):
         key, kind, inner = ("BOOL", value), "BOOL", value
     elif isinstance(value, int | Decimal):
