@@ -1,9 +1,22 @@
 """The order message contract: parse and validate one SQS record into an :class:`OrderMessage`.
 
 Body: a JSON object, the order itself, with ``order_id`` (non-empty string, at most 256
-characters) and an optional ``event_id``. Numbers are kept as :class:`~decimal.Decimal`, exactly as
-sent, and must fit DynamoDB's number type. The key is resolved by :mod:`order_events.keys`.
-Everything that breaks the contract raises :class:`~order_events.errors.InvalidMessageError`.
+characters) and an optional ``event_id``. The key is resolved by :mod:`order_events.keys`.
+
+Everything that can never be stored is refused here, before any AWS call, as a
+:class:`~order_events.errors.PermanentError` (parked at once, never retried) whose message names
+the field's path (``items[2].price``):
+
+* numbers are read from their literal text (:func:`order_events.keys.number_from_literal`): the
+  exponent's size is checked before it is converted and no digit is ever expanded, then the value
+  must fit DynamoDB's number type after trimming zeros (:class:`~order_events.errors.InvalidNumberError`);
+  valid ones are kept as exact :class:`~decimal.Decimal` values and stored as their canonical text;
+* strings, field names, map keys and message attributes must be valid Unicode - no lone surrogate,
+  which JSON can spell as ``"\ud800"`` in plain ASCII (:class:`~order_events.errors.InvalidTextError`);
+* nesting is at most DynamoDB's 32 levels, names are non-empty, keys unique, the row at most 400 KB.
+
+Bodies up to SQS's 256 KB stay small in memory: a bad number is kept as its literal until the walk
+names it, equal literals share one value, equal scalars one attribute value.
 """
 
 from __future__ import annotations
