@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
+import time
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 from idempotent_order_pipeline._lambda_asset.order_events.sns_ids import is_valid_fifo_id
 from idempotent_order_pipeline.keys import derive_event_id
 from idempotent_order_pipeline.producer import OrderPublisher
-from tests.consumer.harness import FaultBoard, GuardedClient
+from tests.consumer.harness import ArmedFault, FaultBoard, GuardedClient, client_error
 from tests.ops.conftest import OpsWorld
 
 BIG = Decimal(1234567890123456789012345678901)
@@ -205,3 +206,31 @@ def test_send_skips_every_kind_of_invalid_line_and_sends_the_others(ops: OpsWorl
     rows = raw_rows(ops)
     assert rows["ok-1"]["amount"] == {"N": "1234567890123456789012345678901"}
     assert rows["ok-2"]["n"] == {"N": "1" + "0" * 41}
+
+
+def test_pending_resend_recovers_an_order_with_more_than_28_digits(ops: OpsWorld) -> None:
+    # GIVEN an order with a 31-digit amount and one of 1E+41, recorded while SNS failed, its message lost
+    order = {"order_id": "o-31", "amount": BIG, "huge": 10**41}
+    OrderPublisher(ops.queue_url, client=ops.sqs).send(order)
+    ops.board.arm(ArmedFault(client_error("Publish", "InternalError"), operation="publish"))
+    ops.invoke(ops.lambda_records())
+    ops.board.disarm()
+    event_id = derive_event_id(order)
+    assert ops.event_records()[event_id]["status"] == "pending"
+    ops.dynamodb.update_item(
+        TableName="processed-events",
+        Key={"event_id": {"S": event_id}},
+        UpdateExpression="SET created_at = :t",
+        ExpressionAttributeValues={":t": {"N": str(int(time.time()) - 3600)}},
+    )
+    # WHEN the operator resends pending records
+    result = ops.run("pending", "--resend")
+    # THEN the order is rebuilt from its row and re-enqueued with every digit
+    assert result.exit_code == 0, result.output
+    assert "-> resent" in result.stdout
+    # AND the consumer finds the same payload: it publishes and marks it sent, no conflict is parked
+    assert ops.consume() == 1
+    assert ops.event_records()[event_id]["status"] == "sent"
+    assert ops.notified_events() == {event_id: 1}
+    assert ops.dead_letters() == []
+    assert raw_rows(ops)["o-31"]["amount"] == {"N": "1234567890123456789012345678901"}

@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from boto3.dynamodb.types import TypeDeserializer
+
 from .errors import (
     InvalidMessageError,
     InvalidNumberError,
@@ -259,6 +261,28 @@ def attribute_value(value: Any, _scalars: dict[Any, AttributeValue] | None = Non
     if shared is None:
         shared = scalars[key] = {kind: inner}
     return shared
+
+
+class _ExactDeserializer(TypeDeserializer):
+    """boto3's deserializer with exact numbers.
+
+    DynamoDB returns a number in positional form (``1E+41`` comes back as 42 digits), which boto3's
+    38-digit context refuses with ``decimal.Rounded`` (boto/boto3#2500); ``Decimal(text)`` is exact.
+    """
+
+    def _deserialize_n(self, value: str) -> Decimal:
+        return Decimal(value)
+
+    def _deserialize_ns(self, value: Sequence[str]) -> set[Decimal]:
+        return {Decimal(number) for number in value}
+
+
+_deserializer = _ExactDeserializer()
+
+
+def from_attribute_value(value: AttributeValue) -> Any:
+    """A DynamoDB attribute value as Python (numbers as exact Decimal, whatever their size)."""
+    return _deserializer.deserialize(value)  # type: ignore[arg-type]  # any attribute value shape
 
 
 def _to_item(order: Mapping[str, Any]) -> dict[str, AttributeValue]:
