@@ -52,7 +52,7 @@ from idempotent_order_pipeline.cli.records import (
 )
 from idempotent_order_pipeline.cli.render import age, short, timestamp, to_json
 from idempotent_order_pipeline.discovery import METADATA_KEY, ROLES
-from idempotent_order_pipeline.errors import PermanentError
+from idempotent_order_pipeline.errors import InvalidMessageError, InvalidTextError, PermanentError
 from idempotent_order_pipeline.keys import parse_identity_fields
 from idempotent_order_pipeline.producer import MAX_BATCH_ENTRIES, OrderPublisher, PreparedOrder
 
@@ -206,8 +206,17 @@ def cli(
 # --- send --------------------------------------------------------------------------------------------
 
 
+def _order_line(publisher: OrderPublisher, raw: bytes) -> PreparedOrder:
+    """One input line as a prepared order; PermanentError when it is not one the consumer accepts."""
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidTextError(f"the line is not valid UTF-8 (byte {exc.start})") from exc
+    return publisher.prepare(parse_body(line))
+
+
 @cli.command()
-@click.argument("source", type=click.File("r", encoding="utf-8"), metavar="FILE|-")
+@click.argument("source", type=click.File("rb"), metavar="FILE|-")
 @click.option(
     "--on-invalid",
     type=click.Choice(["fail", "skip"]),
@@ -218,12 +227,13 @@ def cli(
 @click.option("--json", "as_json", is_flag=True, help="One JSON result per input line on stdout.")
 @click.pass_context
 @_reported
-def send(ctx: click.Context, source: IO[str], on_invalid: str, as_json: bool) -> None:
+def send(ctx: click.Context, source: IO[bytes], on_invalid: str, as_json: bool) -> None:
     """Send orders, one JSON object per line, to the pipeline's queue.
 
     Each order carries its idempotency key (its own event_id, else one derived from the identity
     fields) in the body and as the idempotency_key attribute, so sending a file twice records
-    every order once. Every line is checked against the consumer's contract first.
+    every order once. Every line is checked against the consumer's contract first; with
+    --on-invalid skip the valid lines are sent and each invalid one is listed with its number.
     """
     operator = _operator(ctx)
     publisher = operator.publisher()
@@ -233,9 +243,11 @@ def send(ctx: click.Context, source: IO[str], on_invalid: str, as_json: bool) ->
     invalid: list[tuple[int, str]] = []
     for number, line in lines:
         try:
-            prepared.append((number, publisher.prepare(parse_body(line))))
+            prepared.append((number, _order_line(publisher, line)))
         except PermanentError as exc:
             invalid.append((number, f"{exc.error_code}: {exc}"))
+        except Exception as exc:
+            invalid.append((number, f"{InvalidMessageError.error_code}: {type(exc).__name__}: {exc}"[:1000]))
     for number, reason in invalid:
         click.echo(f"line {number}: invalid: {reason}", err=True)
         if as_json:
