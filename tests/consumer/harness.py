@@ -49,6 +49,37 @@ def cancelled(*codes: str) -> ClientError:
     )
 
 
+def is_record_write(request: Mapping[str, Any]) -> bool:
+    """Whether a TransactWriteItems request is a record's first write (two Puts), not the sent marks."""
+    return "Put" in request.get("TransactItems", [{}])[0]
+
+
+def is_mark(request: Mapping[str, Any]) -> bool:
+    """Whether a TransactWriteItems request is the batch's sent marks (conditional Updates)."""
+    return "Update" in request.get("TransactItems", [{}])[0]
+
+
+def written_event_id(request: Mapping[str, Any]) -> str | None:
+    """The event id a record write puts (None for the marks)."""
+    if not is_record_write(request):
+        return None
+    return str(request["TransactItems"][0]["Put"]["Item"]["event_id"]["S"])
+
+
+def written_order_id(request: Mapping[str, Any]) -> str | None:
+    """The order id a record write puts (None for the marks)."""
+    if not is_record_write(request):
+        return None
+    return str(request["TransactItems"][1]["Put"]["Item"]["order_id"]["S"])
+
+
+def marked_event_ids(request: Mapping[str, Any]) -> list[str]:
+    """The event ids a sent-marks request updates (empty for a record write)."""
+    if not is_mark(request):
+        return []
+    return [str(item["Update"]["Key"]["event_id"]["S"]) for item in request["TransactItems"]]
+
+
 @dataclass
 class ArmedFault:
     """Raise ``error`` on calls matching ``operation`` (None: any), at the ``at``-th match (None: every)."""

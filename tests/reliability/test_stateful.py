@@ -121,7 +121,8 @@ def fault_strategy() -> st.SearchStrategy[ArmedFault | None]:
         st.integers(1, 3),
     )
     sns_outage = st.builds(
-        lambda times: ArmedFault(client_error("Publish", "InternalError"), "publish", times=times), st.integers(1, 6)
+        lambda times: ArmedFault(client_error("PublishBatch", "InternalError"), "publish_batch", times=times),
+        st.integers(1, 6),
     )
     return st.one_of(st.none(), crash, cancellation, sns_outage)
 
@@ -129,7 +130,7 @@ def fault_strategy() -> st.SearchStrategy[ArmedFault | None]:
 def fault_name(fault: ArmedFault) -> str:
     if isinstance(fault.error, Crash):
         return "crash-after-success" if fault.after_success else "crash-before-call"
-    if fault.operation == "publish":
+    if fault.operation == "publish_batch":
         return "sns-outage"
     return str(getattr(fault.error, "response", {}).get("CancellationReasons", [{}])[0].get("Code"))
 
