@@ -115,6 +115,11 @@ class FaultBoard:
         self.calls: Counter[str] = Counter()
         self.total = 0
         self.faults: list[ArmedFault] = []
+        #: Per operation: ``rewrite(request, send) -> response``, to shape what AWS answers (for
+        #: example refuse one entry of a batch: send the others, report that one as failed).
+        self.rewrites: dict[str, Callable[[dict[str, Any], Callable[..., Any]], Any]] = {}
+        #: Every request per operation, in call order.
+        self.requests: dict[str, list[dict[str, Any]]] = {}
 
     def arm(self, fault: ArmedFault) -> ArmedFault:
         self.faults.append(fault)
@@ -145,12 +150,28 @@ class GuardedClient:
             with self._board.lock:
                 self._board.calls[name] += 1
                 self._board.total += 1
+                self._board.requests.setdefault(name, []).append(kwargs)
                 self._board.check(name, kwargs, after_success=False)
-                result = attribute(*args, **kwargs)
+                rewrite = self._board.rewrites.get(name)
+                result = attribute(*args, **kwargs) if rewrite is None else rewrite(kwargs, attribute)
                 self._board.check(name, kwargs, after_success=True)
                 return result
 
         return call
+
+
+def refuse_entries(refuse: Callable[[dict[str, Any]], bool], code: str = "InternalError") -> Callable[..., Any]:
+    """A PublishBatch/SendMessageBatch rewrite: entries ``refuse`` picks are reported failed and not sent."""
+
+    def rewrite(request: dict[str, Any], send: Callable[..., Any]) -> Any:
+        key = "PublishBatchRequestEntries" if "PublishBatchRequestEntries" in request else "Entries"
+        refused = [entry for entry in request[key] if refuse(entry)]
+        kept = [entry for entry in request[key] if not refuse(entry)]
+        response = send(**{**request, key: kept}) if kept else {"Successful": [], "Failed": []}
+        failed = [{"Id": e["Id"], "Code": code, "Message": "injected", "SenderFault": False} for e in refused]
+        return {**response, "Failed": [*response.get("Failed", []), *failed]}
+
+    return rewrite
 
 
 class FakeContext:
