@@ -127,6 +127,7 @@ class FaultBoard:
 
     def disarm(self) -> None:
         self.faults.clear()
+        self.rewrites.clear()
 
     def check(self, operation: str, request: dict[str, Any], after_success: bool) -> None:
         for fault in self.faults:

@@ -88,6 +88,8 @@ class _Handler(BaseHTTPRequestHandler):
         """(kind, event ids, response body, content type) for a request."""
         if target.startswith("DynamoDB"):
             request = json.loads(body)
+            if target.endswith(".UpdateItem"):  # a single sent mark (earlier versions of the consumer)
+                return "mark", [request["Key"]["event_id"]["S"]], b"{}", "application/x-amz-json-1.0"
             items = request.get("TransactItems", [])
             if items and "Update" in items[0]:
                 events = [item["Update"]["Key"]["event_id"]["S"] for item in items]
@@ -103,6 +105,12 @@ class _Handler(BaseHTTPRequestHandler):
             answer = {"Successful": successful, "Failed": []} if "Entries" in request else successful[0]
             return "park", [], json.dumps(answer).encode(), "application/x-amz-json-1.0"
         form = parse_qs(body.decode())
+        if form.get("Action") == ["Publish"]:  # a single publish (earlier versions of the consumer)
+            xml = (
+                '<PublishResponse xmlns="http://sns.amazonaws.com/doc/2010-03-31/"><PublishResult>'
+                f"<MessageId>{uuid.uuid4()}</MessageId></PublishResult></PublishResponse>"
+            )
+            return "publish", [json.loads(form["Message"][0])["event_id"]], xml.encode(), "text/xml"
         members = sorted(
             {key.split(".")[2] for key in form if key.startswith("PublishBatchRequestEntries.member.")}, key=int
         )
