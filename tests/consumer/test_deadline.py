@@ -28,8 +28,9 @@ import boto3
 import pytest
 
 from order_consumer import handler as handler_module
+from order_consumer import runtime
 from order_consumer.runtime import CLIENT_CONFIG, Clients
-from tests.consumer.standin import HANG, TRICKLE, StandIn, running
+from tests.consumer.standin import ANSWER, HANG, TRICKLE, StandIn, running
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {
@@ -123,7 +124,24 @@ def test_a_call_that_never_answers_or_trickles_cannot_make_the_invocation_overru
             assert standin.received["publish"] == 0
         if kind == "publish":
             assert standin.received["mark"] == 0
+        # WHEN the endpoint recovers while the stalled calls still hold their threads, and the
+        # next invocation brings a new batch
+        standin.behaviour[kind] = ANSWER
+        after = RealContext(BUDGET_MS)
+        response = handler_module.handler({"Records": records(20)[10:]}, after)
+        # THEN that batch is processed completely (on a fresh pool), before its deadline
+        assert response == {"batchItemFailures": []}
+        assert after.get_remaining_time_in_millis() > 0
     handler_module.configure()
+
+
+def test_every_call_is_bounded_within_the_time_a_record_is_allowed() -> None:
+    # GIVEN the shipped client configuration, WHEN its worst case per call is computed
+    # THEN it fits in the time from a record's latest start to the batch's return
+    assert runtime.CLIENT_CONFIG.connect_timeout == runtime.CONNECT_TIMEOUT_S
+    assert runtime.CLIENT_CONFIG.read_timeout == runtime.READ_TIMEOUT_S
+    assert runtime.CLIENT_CONFIG.retries == {"mode": "standard", "total_max_attempts": runtime.MAX_ATTEMPTS}
+    assert runtime.CALL_BOUND_S <= runtime.RECORD_ALLOWANCE_S
 
 
 def test_the_stand_in_answers_so_a_clean_batch_is_acknowledged() -> None:
