@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from order_events.errors import DeadLetterSendError, PermanentError
+from order_events.errors import PermanentError
 from order_events.parked import MAX_MESSAGE_ATTRIBUTES, ORIGINAL_ATTRIBUTES, REASON_ATTRIBUTES
 
 if TYPE_CHECKING:
@@ -115,24 +115,6 @@ class DeadLetterQueue:
             "MessageGroupId": request.message_group_id or request.message_id,
             "MessageDeduplicationId": request.message_id,
         }
-
-    def park(
-        self,
-        *,
-        body: str,
-        attributes: Mapping[str, Any],
-        message_id: str,
-        error: PermanentError,
-        message_group_id: str | None = None,
-    ) -> None:
-        """Send the original body and attributes with the reason.
-
-        Raises:
-            DeadLetterSendError: the send failed, so the record must not be acknowledged.
-        """
-        [failure] = self.park_batch([ParkRequest(body, attributes, message_id, error, message_group_id)])
-        if failure is not None:
-            raise DeadLetterSendError(failure)
 
     def park_batch(self, requests: Sequence[ParkRequest]) -> list[str | None]:
         """Park every request: ``SendMessage`` for one, ``SendMessageBatch`` for several.

@@ -316,12 +316,13 @@ class OrderPipeline:
         futures = [pool.submit(worker) for _ in range(min(self._max_workers, len(jobs)))]
         timeout = None if until is None else max(0.0, until - time.monotonic())
         _, not_done = wait(futures, timeout=timeout, return_when=FIRST_EXCEPTION)
-        if not_done and batch.crash is None:
-            # FIRST_EXCEPTION returned early only for a crash; otherwise this is the deadline.
+        if not_done and batch.crash is not None:
+            # A crash: the other threads stop after their current job; let them, within the bound.
+            _, not_done = wait(not_done, timeout=None if until is None else max(0.0, until - time.monotonic()))
+        if not_done:
+            # The bound passed with calls in flight: they run on; the next batch gets a fresh pool.
             with self._executor_lock:
                 self._lingering.extend(not_done)
-        elif not_done:
-            wait(not_done, timeout=None if until is None else max(0.0, until - time.monotonic()))
 
     # --- stage 1: parse and transaction ------------------------------------------------------------
 
