@@ -16,6 +16,7 @@ from tests.consumer.harness import (
     ArmedFault,
     Crash,
     World,
+    cancelled,
     client_error,
     is_mark,
     marked_event_ids,
@@ -334,3 +335,36 @@ def test_mark_sent_batch_raises_a_transient_error_when_the_call_fails(world: Wor
     # WHEN marking, THEN a StoreUnavailableError (a TransientError) says so
     with pytest.raises(StoreUnavailableError, match="InternalServerError"):
         store.mark_sent_batch([Notification("e", "o", "0" * 64)])
+
+
+def test_mark_sent_batch_retries_a_transient_cancellation_once_then_reports_still_pending(world: World) -> None:
+    # GIVEN three pending records; the first marks' call is cancelled by a TransactionConflict on one item
+    store = OrderStore(
+        client=world.clients.dynamodb,
+        processed_events_table=world.events_table,
+        order_records_table=world.orders_table,
+        record_ttl_seconds=60,
+    )
+    for i in range(3):
+        seed(world, {"order_id": f"p-{i}"}, status="pending", event_id=f"p-{i}")
+    sha = world.event_records()
+    notifications = [Notification(e, sha[e]["order_id"], sha[e]["payload_sha256"]) for e in ("p-0", "p-1", "p-2")]
+    conflict = cancelled("None", "TransactionConflict", "None")
+    world.board.arm(ArmedFault(conflict, "transact_write_items", when=is_mark, times=1))
+    world.board.calls.clear()
+    # WHEN marked
+    flags = store.mark_sent_batch(notifications)
+    # THEN the second call marked all three
+    assert flags == [True, True, True]
+    assert world.board.calls == {"transact_write_items": 2}
+    assert {world.event_records()[e]["status"] for e in ("p-0", "p-1", "p-2")} == {"sent"}
+    # AND GIVEN both calls are cancelled, WHEN marked again, THEN they are reported still pending (two calls)
+    for i in range(3, 5):
+        seed(world, {"order_id": f"p-{i}"}, status="pending", event_id=f"p-{i}")
+    sha = world.event_records()
+    more = [Notification(e, sha[e]["order_id"], sha[e]["payload_sha256"]) for e in ("p-3", "p-4")]
+    world.board.arm(ArmedFault(cancelled("TransactionConflict", "None"), "transact_write_items", when=is_mark))
+    world.board.calls.clear()
+    assert store.mark_sent_batch(more) == [False, False]
+    assert world.board.calls == {"transact_write_items": 2}
+    assert {world.event_records()[e]["status"] for e in ("p-3", "p-4")} == {"pending"}
