@@ -42,7 +42,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 from order_consumer.dead_letter import DeadLetterQueue, ParkRequest
 from order_consumer.notifier import Notification, Notifier
@@ -75,6 +75,7 @@ DEFAULT_RETURN_MARGIN_MS = 500
 NOTIFICATIONS_PER_JOB = 10
 
 SqsRecord = Mapping[str, Any]
+_Job = TypeVar("_Job")
 RemainingTime = Callable[[], int]
 
 NOT_STARTED = "not started: too little invocation time left"
@@ -124,6 +125,10 @@ def outcome_counts(results: Iterable[RecordResult]) -> dict[str, int]:
         counts[INVALID_MESSAGES] += result.outcome is Outcome.INVALID
         counts[TRANSIENT_FAILURES] += result.outcome is Outcome.RETRY
     return counts
+
+
+def _call(job: Callable[[], None]) -> None:
+    job()
 
 
 def _receive_count(record: SqsRecord) -> int:
@@ -268,7 +273,7 @@ class OrderPipeline:
 
         pool = self._pool()
         # Stage 1: the transactions.
-        self._run(pool, batch, [partial(self._first_stage, batch, g) for g in groups], deadlines.transactions_until)
+        self._run(pool, batch, partial(self._first_stage, batch), groups, deadlines.transactions_until, batch.may_start)
         if batch.crash is not None:
             raise batch.crash
         with batch.lock:
@@ -277,7 +282,7 @@ class OrderPipeline:
         # Stage 2: notifications and their marks, and the parking.
         jobs = [partial(self._notify, batch, job) for job in self._notification_jobs(batch, to_notify)]
         jobs.extend(partial(self._park, batch, job) for job in self._park_jobs(to_park, fifo))
-        self._run(pool, batch, jobs, deadlines.return_at)
+        self._run(pool, batch, _call, jobs, deadlines.return_at)
         with batch.lock:
             batch.closed = True
         if batch.crash is not None:
@@ -285,10 +290,18 @@ class OrderPipeline:
         return self._results(batch, groups if fifo else None)
 
     def _run(
-        self, pool: ThreadPoolExecutor, batch: _Batch, jobs: Sequence[Callable[[], None]], until: float | None
+        self,
+        pool: ThreadPoolExecutor,
+        batch: _Batch,
+        run_one: Callable[[_Job], None],
+        jobs: Sequence[_Job],
+        until: float | None,
+        may_take: Callable[[], bool] | None = None,
     ) -> None:
-        """Run ``jobs`` on the pool's threads, each thread taking the next job, until all are done or ``until``.
+        """``run_one(job)`` for each of ``jobs`` on the pool's threads, each thread taking the next
+        job, until all are done or ``until``.
 
+        A thread stops taking jobs once ``may_take`` says no (so jobs never taken cost nothing).
         Jobs not taken by then are never started; jobs still running are left to finish on their
         own (their late results are discarded by the closed batch).
         """
@@ -299,12 +312,14 @@ class OrderPipeline:
 
         def worker() -> None:
             while not batch.stopped and not batch.closed and not Deadlines.passed(until):
+                if may_take is not None and not may_take():
+                    return
                 with take:
                     index = next(order)
                 if index >= len(jobs):
                     return
                 try:
-                    jobs[index]()
+                    run_one(jobs[index])
                 except Exception:  # a bug in the orchestration itself: the records stay unacknowledged
                     logger.exception("unexpected error in a batch job")
                 except BaseException as crash:
