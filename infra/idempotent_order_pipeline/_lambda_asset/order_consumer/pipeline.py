@@ -17,7 +17,9 @@ Per batch, in three stages:
    own cancellation reasons);
 2. one SNS ``PublishBatch`` per 10 records that need a notification, each followed by the ``sent``
    marks of the entries SNS accepted (one ``TransactWriteItems``); and the parking of the records
-   that can never succeed (``SendMessageBatch`` when there are several), all on the worker threads;
+   that can never succeed (``SendMessageBatch`` when there are several), all on the worker threads.
+   On a standard topic a full PublishBatch of 10 goes out as soon as its 10th transaction is done,
+   while the others still run; on a FIFO topic all wait for the transactions, to keep the order;
 3. the results: a record is acknowledged only once its order is durable and notified and marked,
    or once it is parked in the DLQ. A refused entry leaves its record pending and reported.
 
@@ -391,6 +393,7 @@ class OrderPipeline:
         except Exception as exc:  # a bug or an unforeseen SDK error: never acknowledge the record
             logger.exception("unexpected error", extra={"message_id": str(record["messageId"])})
             error, outcome = f"{type(exc).__name__}: {exc}", Outcome.RETRY
+        ready: list[int] = []
         with batch.lock:
             if batch.closed:
                 return  # reported as unfinished; whatever was written is redelivered and found again
@@ -400,6 +403,12 @@ class OrderPipeline:
                 batch.to_park.append((index, park))
             elif outcome is None:
                 batch.to_notify.append(index)
+                if not self._notifier.fifo and len(batch.to_notify) >= NOTIFICATIONS_PER_JOB:
+                    # A full PublishBatch is ready: send it now, while the other transactions run
+                    # (a standard topic promises no order; a FIFO topic's waits for stage 2).
+                    ready, batch.to_notify = batch.to_notify, []
+        if ready:
+            self._notify(batch, ready)
 
     # --- stage 2: notify and mark, park -------------------------------------------------------------
 
