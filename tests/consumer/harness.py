@@ -49,6 +49,37 @@ def cancelled(*codes: str) -> ClientError:
     )
 
 
+def is_record_write(request: Mapping[str, Any]) -> bool:
+    """Whether a TransactWriteItems request is a record's first write (two Puts), not the sent marks."""
+    return "Put" in request.get("TransactItems", [{}])[0]
+
+
+def is_mark(request: Mapping[str, Any]) -> bool:
+    """Whether a TransactWriteItems request is the batch's sent marks (conditional Updates)."""
+    return "Update" in request.get("TransactItems", [{}])[0]
+
+
+def written_event_id(request: Mapping[str, Any]) -> str | None:
+    """The event id a record write puts (None for the marks)."""
+    if not is_record_write(request):
+        return None
+    return str(request["TransactItems"][0]["Put"]["Item"]["event_id"]["S"])
+
+
+def written_order_id(request: Mapping[str, Any]) -> str | None:
+    """The order id a record write puts (None for the marks)."""
+    if not is_record_write(request):
+        return None
+    return str(request["TransactItems"][1]["Put"]["Item"]["order_id"]["S"])
+
+
+def marked_event_ids(request: Mapping[str, Any]) -> list[str]:
+    """The event ids a sent-marks request updates (empty for a record write)."""
+    if not is_mark(request):
+        return []
+    return [str(item["Update"]["Key"]["event_id"]["S"]) for item in request["TransactItems"]]
+
+
 @dataclass
 class ArmedFault:
     """Raise ``error`` on calls matching ``operation`` (None: any), at the ``at``-th match (None: every)."""
@@ -84,6 +115,11 @@ class FaultBoard:
         self.calls: Counter[str] = Counter()
         self.total = 0
         self.faults: list[ArmedFault] = []
+        #: Per operation: ``rewrite(request, send) -> response``, to shape what AWS answers (for
+        #: example refuse one entry of a batch: send the others, report that one as failed).
+        self.rewrites: dict[str, Callable[[dict[str, Any], Callable[..., Any]], Any]] = {}
+        #: Every request per operation, in call order.
+        self.requests: dict[str, list[dict[str, Any]]] = {}
 
     def arm(self, fault: ArmedFault) -> ArmedFault:
         self.faults.append(fault)
@@ -91,6 +127,7 @@ class FaultBoard:
 
     def disarm(self) -> None:
         self.faults.clear()
+        self.rewrites.clear()
 
     def check(self, operation: str, request: dict[str, Any], after_success: bool) -> None:
         for fault in self.faults:
@@ -114,12 +151,28 @@ class GuardedClient:
             with self._board.lock:
                 self._board.calls[name] += 1
                 self._board.total += 1
+                self._board.requests.setdefault(name, []).append(kwargs)
                 self._board.check(name, kwargs, after_success=False)
-                result = attribute(*args, **kwargs)
+                rewrite = self._board.rewrites.get(name)
+                result = attribute(*args, **kwargs) if rewrite is None else rewrite(kwargs, attribute)
                 self._board.check(name, kwargs, after_success=True)
                 return result
 
         return call
+
+
+def refuse_entries(refuse: Callable[[dict[str, Any]], bool], code: str = "InternalError") -> Callable[..., Any]:
+    """A PublishBatch/SendMessageBatch rewrite: entries ``refuse`` picks are reported failed and not sent."""
+
+    def rewrite(request: dict[str, Any], send: Callable[..., Any]) -> Any:
+        key = "PublishBatchRequestEntries" if "PublishBatchRequestEntries" in request else "Entries"
+        refused = [entry for entry in request[key] if refuse(entry)]
+        kept = [entry for entry in request[key] if not refuse(entry)]
+        response = send(**{**request, key: kept}) if kept else {"Successful": [], "Failed": []}
+        failed = [{"Id": e["Id"], "Code": code, "Message": "injected", "SenderFault": False} for e in refused]
+        return {**response, "Failed": [*response.get("Failed", []), *failed]}
+
+    return rewrite
 
 
 class FakeContext:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 from collections.abc import Callable
@@ -12,31 +13,45 @@ import pytest
 from order_consumer.config import Settings
 from order_consumer.runtime import build_pipeline
 from order_events.keys import derive_event_id
-from tests.consumer.harness import ArmedFault, Crash, World, cancelled, seed, sqs_record
+from tests.consumer.harness import (
+    ArmedFault,
+    Crash,
+    World,
+    cancelled,
+    is_record_write,
+    seed,
+    sqs_record,
+    written_event_id,
+)
 
-# A clean delivery of BATCH makes at most this many AWS calls (asserted below), so crashing at
-# every N in 1..MAX_CALLS covers every call of the batch.
-MAX_CALLS = 24
+# A clean delivery of the chaos batch makes exactly these AWS calls (asserted below), so crashing
+# at every N in 1..MAX_CALLS covers every call of the batch: 7 record transactions, one PublishBatch
+# for the 5 records to notify, one TransactWriteItems of their sent marks, one SendMessageBatch
+# parking the conflict and the invalid message.
+CLEAN_CALLS = {"transact_write_items": 8, "publish_batch": 1, "send_message_batch": 1}
+MAX_CALLS = sum(CLEAN_CALLS.values())
 
 
 def build_batch(world: World) -> tuple[list[dict[str, Any]], dict[str, str], set[str]]:
     """GIVEN-state and a batch with new, duplicate, pending, conflicting and invalid messages.
 
     Returns the records, the accepted event id per order id that this batch must notify, and
-    the message ids that must end in the DLQ.
+    the message ids that must end in the DLQ. In a FIFO world the records alternate between two
+    message groups.
     """
+    group = itertools.cycle(["g1", "g2"]) if world.fifo else itertools.repeat(None)
     seed(world, {"order_id": "o-sent"}, status="sent", event_id="evt-sent")
     seed(world, {"order_id": "o-pend"}, status="pending", event_id="evt-pend")
     new_body = {"order_id": "o-1", "event_id": "evt-1", "amount": 10}
-    conflict = sqs_record({"order_id": "o-sent", "event_id": "evt-sent", "amount": 1})
-    invalid = sqs_record('{"order_id": ')
+    conflict = sqs_record({"order_id": "o-sent", "event_id": "evt-sent", "amount": 1}, group=next(group))
+    invalid = sqs_record('{"order_id": ', group=next(group))
     records = [
-        sqs_record(new_body),
-        sqs_record({"order_id": "o-2", "amount": 2}, key="evt-2"),
-        sqs_record({"order_id": "o-3", "amount": 3}),
-        sqs_record(new_body),  # the producer re-sent it: new message id, same key, same batch
-        sqs_record({"order_id": "o-sent", "event_id": "evt-sent"}),
-        sqs_record({"order_id": "o-pend", "event_id": "evt-pend"}),
+        sqs_record(new_body, group=next(group)),
+        sqs_record({"order_id": "o-2", "amount": 2}, key="evt-2", group=next(group)),
+        sqs_record({"order_id": "o-3", "amount": 3}, group=next(group)),
+        sqs_record(new_body, group=next(group)),  # the producer re-sent it: new message id, same key, same batch
+        sqs_record({"order_id": "o-sent", "event_id": "evt-sent"}, group=next(group)),
+        sqs_record({"order_id": "o-pend", "event_id": "evt-pend"}, group=next(group)),
         conflict,
         invalid,
     ]
@@ -66,24 +81,28 @@ def assert_invariants(world: World, must_notify: dict[str, str], parked: set[str
     assert codes == {"IDEMPOTENCY_CONFLICT", "INVALID_MESSAGE"}
 
 
-def test_a_clean_batch_stays_within_the_crash_matrix(world: World) -> None:
+@pytest.mark.parametrize("fifo", [False, True], ids=["standard", "fifo"])
+def test_a_clean_batch_stays_within_the_crash_matrix(make_world: Callable[..., World], fifo: bool) -> None:
     # GIVEN the chaos batch and no faults
+    world = make_world(fifo=fifo)
     records, must_notify, parked = build_batch(world)
     # WHEN it is delivered once
     response = world.invoke(records)
     # THEN it completes, within the number of calls the crash matrix covers
     assert response == {"batchItemFailures": []}
-    assert 17 <= world.board.total <= MAX_CALLS
+    assert world.board.calls == CLEAN_CALLS
     assert_invariants(world, must_notify, parked)
 
 
+@pytest.mark.parametrize("fifo", [False, True], ids=["standard", "fifo"])
 @pytest.mark.parametrize("after_success", [False, True], ids=["before-call", "after-success"])
 @pytest.mark.parametrize("n", range(1, MAX_CALLS + 1))
 def test_crash_at_every_call_loses_and_duplicates_nothing(
-    make_world: Callable[..., World], n: int, after_success: bool
+    make_world: Callable[..., World], n: int, after_success: bool, fifo: bool
 ) -> None:
-    # GIVEN the chaos batch and a crash armed at the n-th AWS call (before it is sent, or after it succeeded)
-    world = make_world()
+    # GIVEN the chaos batch (standard or FIFO) and a crash armed at the n-th AWS call (before it is
+    # sent, or after it succeeded)
+    world = make_world(fifo=fifo)
     records, must_notify, parked = build_batch(world)
     world.board.arm(ArmedFault(Crash(f"crash at call {n}"), at=n, after_success=after_success))
     # WHEN SQS redelivers the batch until every record is acknowledged
@@ -139,11 +158,12 @@ def test_fifo_group_keeps_order_and_stops_after_a_failure(world: World) -> None:
     g2 = [sqs_record({"order_id": f"g2-{i}", "event_id": f"g2-{i}"}, group="g2") for i in range(2)]
     written: list[str] = []
 
-    def first_key(request: dict[str, Any]) -> str:
-        return str(request["TransactItems"][0]["Put"]["Item"]["event_id"]["S"])
+    def first_key(request: dict[str, Any]) -> str | None:
+        return written_event_id(request)
 
     def note_write(request: dict[str, Any]) -> bool:
-        written.append(first_key(request))
+        if is_record_write(request):
+            written.append(str(first_key(request)))
         return False  # never fires: it only records the order of the writes
 
     world.board.arm(ArmedFault(Crash("never"), "transact_write_items", when=note_write))

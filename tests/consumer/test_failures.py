@@ -8,7 +8,16 @@ from typing import Any
 import pytest
 
 from order_events.keys import derive_event_id
-from tests.consumer.harness import ArmedFault, World, cancelled, client_error, seed, sqs_record
+from tests.consumer.harness import (
+    ArmedFault,
+    World,
+    cancelled,
+    client_error,
+    is_mark,
+    seed,
+    sqs_record,
+    written_order_id,
+)
 
 ORDER = {"order_id": "o-1", "amount": 5}
 
@@ -133,13 +142,16 @@ def test_transient_cancellation_is_retried_not_skipped(world: World, reasons: tu
         ("transact_write_items", client_error("TransactWriteItems", "ProvisionedThroughputExceededException")),
         ("transact_write_items", client_error("TransactWriteItems", "InternalServerError")),
         ("transact_write_items", client_error("TransactWriteItems", "AccessDeniedException")),
-        ("publish", client_error("Publish", "InternalError")),
-        ("update_item", client_error("UpdateItem", "ThrottlingException")),
+        ("publish_batch", client_error("PublishBatch", "InternalError")),
+        ("sent-mark", client_error("TransactWriteItems", "ThrottlingException")),
     ],
 )
 def test_transient_errors_leave_the_record_for_redelivery(world: World, operation: str, error: Exception) -> None:
-    # GIVEN one call fails once
-    world.board.arm(ArmedFault(error, operation, times=1))
+    # GIVEN one call fails once ("sent-mark": the TransactWriteItems of the sent marks)
+    if operation == "sent-mark":
+        world.board.arm(ArmedFault(error, "transact_write_items", times=1, when=is_mark))
+    else:
+        world.board.arm(ArmedFault(error, operation, times=1))
     record = sqs_record(ORDER)
     # WHEN delivered, then redelivered
     first = world.invoke([record])
@@ -156,7 +168,7 @@ def test_transient_errors_leave_the_record_for_redelivery(world: World, operatio
 
 def test_sns_outage_keeps_record_pending_until_published(world: World) -> None:
     # GIVEN SNS fails on the first publish
-    world.board.arm(ArmedFault(client_error("Publish", "InternalError"), "publish", times=1))
+    world.board.arm(ArmedFault(client_error("PublishBatch", "InternalError"), "publish_batch", times=1))
     record = sqs_record(ORDER)
     # WHEN delivered
     response = world.invoke([record])
@@ -215,7 +227,7 @@ def test_mixed_batch_reports_exactly_the_transient_failures(world: World) -> Non
         ArmedFault(
             cancelled("TransactionConflict", "None"),
             "transact_write_items",
-            when=lambda request: request["TransactItems"][1]["Put"]["Item"]["order_id"] == {"S": "o-busy"},
+            when=lambda request: written_order_id(request) == "o-busy",
         )
     )
     # WHEN the batch is processed

@@ -205,3 +205,35 @@ def test_keys_of_values_without_separators_are_the_ones_already_stored(
     # THEN it is recorded under the key the old formula gave (so stored keys keep deduplicating)
     assert set(world.event_records()) == {old_key}
     assert world.order_rows()["o-1"]["event_id"] == old_key
+
+
+@pytest.mark.parametrize(
+    ("body", "attributes"),
+    [
+        pytest.param('{"order_id": "o-r", "note": "\ud800"}', {}, id="raw-surrogate-in-the-body"),
+        pytest.param(
+            '{"order_id": "o-a"}', {"trace": {"stringValue": "t-\udfff", "dataType": "String"}}, id="in-an-attribute"
+        ),
+        pytest.param(
+            '{"order_id": "o-k"}',
+            {"idempotency_key": {"stringValue": "k-\ud83d", "dataType": "String"}},
+            id="in-the-key",
+        ),
+    ],
+)
+def test_text_sqs_cannot_carry_is_parked_escaped_not_retried(
+    world: World, body: str, attributes: dict[str, Any]
+) -> None:
+    # GIVEN a hand-built event (a test invoke: SQS itself never delivers it) with a lone surrogate
+    # as a raw character, which botocore cannot even encode for the DLQ as it is
+    record = sqs_record(body, attributes=attributes)
+    # WHEN the handler processes it
+    response = world.invoke([record])
+    # THEN it is parked at once, with the surrogate written as an escape, and acknowledged
+    assert response == {"batchItemFailures": []}
+    [parked] = world.dead_letters()
+    assert parked["MessageAttributes"]["error_code"]["StringValue"] == "INVALID_MESSAGE"
+    sent = parked["Body"] + json.dumps({k: v.get("StringValue") for k, v in parked["MessageAttributes"].items()})
+    assert "\\ud800" in sent or "\\udfff" in sent or "\\ud83d" in sent
+    assert world.order_rows() == {}
+    assert world.new_notifications() == []

@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
+from order_consumer.pending_index import pending_shard
 from order_events.keys import derive_event_id, payload_sha256
-from tests.consumer.harness import World, seed, sqs_record
+from tests.consumer.harness import ArmedFault, Crash, World, seed, sqs_record
 
 ORDER = {"order_id": "o-1", "customer_id": "c-9", "amount": 12.5, "items": [{"sku": "A", "qty": 2}]}
 
@@ -19,33 +20,62 @@ def test_new_event_is_recorded_notified_and_marked_sent(world: World) -> None:
     # GIVEN a first delivery of an order without event_id
     record = sqs_record(ORDER)
     before = int(time.time())
+    event_id = derive_event_id(ORDER)
+    # AND a probe that reads the state record when the notification is published
+    while_publishing: dict[str, Any] = {}
+
+    def snapshot(request: dict[str, Any]) -> bool:
+        while_publishing.update(world.event_records()[event_id])
+        return False  # never fires
+
+    world.board.arm(ArmedFault(Crash("never"), "publish_batch", when=snapshot))
     # WHEN the handler processes it
     response = world.invoke([record])
     # THEN it is acknowledged
     assert response == {"batchItemFailures": []}
-    event_id = derive_event_id(ORDER)
     # AND the order row holds the body's fields exactly, plus the key and the fingerprint
     row = world.order_rows()["o-1"]
     assert row["amount"] == Decimal("12.5")
     assert row["items"] == [{"sku": "A", "qty": Decimal(2)}]
     assert row["event_id"] == event_id
     assert row["payload_sha256"] == payload_sha256(ORDER)
-    # AND the state record is sent, with its TTL 30 days out
+    # AND while it was pending the record had no ttl (it cannot expire) and sat in the pending index
+    assert while_publishing["status"] == "pending"
+    assert "ttl" not in while_publishing
+    assert while_publishing["pending_shard"] == pending_shard(event_id)
+    # AND now it is sent, out of the pending index, with its TTL 30 days after the sent time
     state = world.event_records()[event_id]
     assert state["status"] == "sent"
     assert state["order_id"] == "o-1"
     assert state["payload_sha256"] == payload_sha256(ORDER)
     assert before <= state["created_at"] <= state["sent_at"] <= time.time()
-    assert state["ttl"] - state["created_at"] == 2592000
+    assert state["ttl"] - state["sent_at"] == 2592000
+    assert "pending_shard" not in state
     # AND exactly one notification names the event and the order, in the body and as attributes
     [notification] = world.new_notifications()
     assert json.loads(notification["Message"])["event_id"] == event_id
     assert json.loads(notification["Message"])["order_id"] == "o-1"
     assert notification["MessageAttributes"]["event_id"]["Value"] == event_id
     assert notification["MessageAttributes"]["order_id"]["Value"] == "o-1"
-    # AND nothing went to the DLQ; the calls were: transaction, publish, mark
+    # AND nothing went to the DLQ; the calls were: transaction, PublishBatch, the sent marks' transaction
     assert world.dead_letters() == []
-    assert world.board.calls == {"transact_write_items": 1, "publish": 1, "update_item": 1}
+    assert world.board.calls == {"transact_write_items": 2, "publish_batch": 1}
+
+
+def test_record_stored_with_a_ttl_by_an_earlier_version_is_marked_with_a_new_one(world: World) -> None:
+    # GIVEN a pending record an earlier version wrote with a ttl and without a pending shard
+    event_id = seed(world, ORDER, status="pending")
+    old_ttl = world.event_records()[event_id]["ttl"]
+    # WHEN it is redelivered
+    response = world.invoke([sqs_record(ORDER, receive_count=2)])
+    # THEN it is published and marked sent with the ttl counted from the sent time
+    assert response == {"batchItemFailures": []}
+    state = world.event_records()[event_id]
+    assert state["status"] == "sent"
+    assert state["ttl"] == state["sent_at"] + 2592000
+    assert state["ttl"] > old_ttl
+    assert "pending_shard" not in state
+    assert len(world.new_notifications()) == 1
 
 
 def test_sent_event_with_same_payload_is_skipped_with_one_call(world: World) -> None:
@@ -72,7 +102,7 @@ def test_pending_event_with_same_payload_is_republished_and_marked_sent(world: W
     assert [json.loads(n["Message"])["event_id"] for n in world.new_notifications()] == [event_id]
     assert world.event_records()[event_id]["status"] == "sent"
     assert "amount" not in world.order_rows()["o-1"]  # the seeded row, untouched
-    assert world.board.calls == {"transact_write_items": 1, "publish": 1, "update_item": 1}
+    assert world.board.calls == {"transact_write_items": 2, "publish_batch": 1}
 
 
 @pytest.mark.parametrize("status", ["pending", "sent"])

@@ -20,7 +20,7 @@ def record_order(ops: OpsWorld, *, publish_fails: bool = False) -> None:
     """Send ORDER and run the consumer once (publish failing: the record stays pending)."""
     OrderPublisher(ops.queue_url, client=ops.sqs).send(ORDER)
     if publish_fails:
-        ops.board.arm(ArmedFault(client_error("Publish", "InternalError"), operation="publish"))
+        ops.board.arm(ArmedFault(client_error("PublishBatch", "InternalError"), operation="publish_batch"))
     ops.invoke(ops.lambda_records())
     ops.board.disarm()
 

@@ -23,7 +23,7 @@ ORDERS = [
 def record_pending(ops: OpsWorld, ages: dict[str, int]) -> None:
     """Record ORDERS while SNS fails (their records stay pending), lose the messages, then age the records."""
     OrderPublisher(ops.queue_url, client=ops.sqs).send_batch(ORDERS)
-    ops.board.arm(ArmedFault(client_error("Publish", "InternalError"), operation="publish"))
+    ops.board.arm(ArmedFault(client_error("PublishBatch", "InternalError"), operation="publish_batch"))
     ops.invoke(ops.lambda_records())  # the messages are gone (expired in the DLQ, say)
     ops.board.disarm()
     for order_id, age in ages.items():

@@ -25,7 +25,7 @@ def test_redrive_of_pending_records_publishes_them_once_without_writing_rows_aga
     # GIVEN orders recorded while SNS was down: their records stay pending, every delivery fails,
     # and after maxReceiveCount receives SQS moves the messages to the DLQ
     OrderPublisher(ops.queue_url, client=ops.sqs).send_batch(ORDERS)
-    ops.board.arm(ArmedFault(client_error("Publish", "InternalError"), operation="publish"))
+    ops.board.arm(ArmedFault(client_error("PublishBatch", "InternalError"), operation="publish_batch"))
     ops.fail_until_dead_lettered()
     event_ids = {derive_event_id(order) for order in ORDERS}
     assert {e: r["status"] for e, r in ops.event_records().items()} == dict.fromkeys(event_ids, "pending")

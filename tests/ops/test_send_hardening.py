@@ -212,7 +212,7 @@ def test_pending_resend_recovers_an_order_with_more_than_28_digits(ops: OpsWorld
     # GIVEN an order with a 31-digit amount and one of 1E+41, recorded while SNS failed, its message lost
     order = {"order_id": "o-31", "amount": BIG, "huge": 10**41}
     OrderPublisher(ops.queue_url, client=ops.sqs).send(order)
-    ops.board.arm(ArmedFault(client_error("Publish", "InternalError"), operation="publish"))
+    ops.board.arm(ArmedFault(client_error("Publish", "InternalError"), operation="publish_batch"))
     ops.invoke(ops.lambda_records())
     ops.board.disarm()
     event_id = derive_event_id(order)

@@ -16,7 +16,7 @@ import json
 import os
 import threading
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,7 +32,7 @@ from order_consumer.config import Settings
 from order_consumer.runtime import Clients, build_pipeline
 from order_events.keys import payload_sha256, resolve_event_id
 from order_events.message import parse_body
-from tests.consumer.harness import ArmedFault, Crash, World, cancelled, client_error, sqs_record
+from tests.consumer.harness import ArmedFault, Crash, World, cancelled, client_error, refuse_entries, sqs_record
 
 MAX_RECEIVES = 4
 MAX_BATCH = 10
@@ -111,7 +111,26 @@ def shared_moto() -> Iterator[None]:
     _shared.clear()
 
 
-def fault_strategy() -> st.SearchStrategy[ArmedFault | None]:
+@dataclass
+class SnsRefusal:
+    """SNS refuses one entry (``position`` modulo the call's size) of each of the next ``times`` PublishBatch calls."""
+
+    times: int
+    position: int
+
+    def rewrite(self, request: dict[str, Any], send: Callable[..., Any]) -> Any:
+        entries = request["PublishBatchRequestEntries"]
+        if self.times <= 0:
+            return send(**request)
+        self.times -= 1
+        victim = entries[self.position % len(entries)]["Id"]
+        return refuse_entries(lambda entry: entry["Id"] == victim)(request, send)
+
+
+Fault = ArmedFault | SnsRefusal
+
+
+def fault_strategy() -> st.SearchStrategy[Fault | None]:
     crash = st.builds(
         lambda k, after: ArmedFault(Crash("chaos"), at=k, after_success=after), st.integers(1, 12), st.booleans()
     )
@@ -121,15 +140,19 @@ def fault_strategy() -> st.SearchStrategy[ArmedFault | None]:
         st.integers(1, 3),
     )
     sns_outage = st.builds(
-        lambda times: ArmedFault(client_error("Publish", "InternalError"), "publish", times=times), st.integers(1, 6)
+        lambda times: ArmedFault(client_error("PublishBatch", "InternalError"), "publish_batch", times=times),
+        st.integers(1, 6),
     )
-    return st.one_of(st.none(), crash, cancellation, sns_outage)
+    sns_refusal = st.builds(SnsRefusal, st.integers(1, 3), st.integers(0, 9))
+    return st.one_of(st.none(), crash, cancellation, sns_outage, sns_refusal)
 
 
-def fault_name(fault: ArmedFault) -> str:
+def fault_name(fault: Fault) -> str:
+    if isinstance(fault, SnsRefusal):
+        return "sns-refuses-an-entry"
     if isinstance(fault.error, Crash):
         return "crash-after-success" if fault.after_success else "crash-before-call"
-    if fault.operation == "publish":
+    if fault.operation == "publish_batch":
         return "sns-outage"
     return str(getattr(fault.error, "response", {}).get("CancellationReasons", [{}])[0].get("Code"))
 
@@ -226,13 +249,16 @@ class OrderPipelineMachine(RuleBasedStateMachine):
             return  # the invocation died: the whole batch reappears after the visibility timeout
         self._settle(batch, self.world.failures(response))
 
-    def _arm(self, fault: ArmedFault | None) -> None:
-        if fault is not None:
+    def _arm(self, fault: Fault | None) -> None:
+        if isinstance(fault, SnsRefusal):
+            self.world.board.rewrites["publish_batch"] = fault.rewrite
+        elif fault is not None:
             self.world.board.arm(fault)
+        if fault is not None:
             STATS.faults[fault_name(fault)] += 1
 
     @rule(size=st.integers(1, MAX_BATCH), fault=fault_strategy())
-    def consume(self, size: int, fault: ArmedFault | None) -> None:
+    def consume(self, size: int, fault: Fault | None) -> None:
         """A consumer receives a batch, with a fault armed somewhere in its AWS calls (or none)."""
         self._arm(fault)
         batch = self._receive(size)
@@ -242,7 +268,7 @@ class OrderPipelineMachine(RuleBasedStateMachine):
         self.check_invariants_now()
 
     @rule(size=st.integers(1, MAX_BATCH), fault=fault_strategy())
-    def consume_twice_concurrently(self, size: int, fault: ArmedFault | None) -> None:
+    def consume_twice_concurrently(self, size: int, fault: Fault | None) -> None:
         """Two consumers get the same batch (a visibility timeout expired mid-flight) and race."""
         self._arm(fault)
         batch = self._receive(size)

@@ -1,8 +1,9 @@
 """Lambda entry point: ``order_consumer.handler.handler``. Thin: the flow lives in the pipeline.
 
 Takes an SQS event and returns ``{"batchItemFailures": [{"itemIdentifier": messageId}, ...]}``
-(the event source mapping must have ``ReportBatchItemFailures``). The pipeline and its clients are
-built at the first invocation, once per container; tests can inject clients with :func:`configure`.
+(the event source mapping must have ``ReportBatchItemFailures``). The DynamoDB and SNS clients are
+made at import (:mod:`order_consumer.runtime`); the settings and the pipeline at the first
+invocation, once per container; tests can inject clients with :func:`configure`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from order_consumer.config import Settings
 from order_consumer.observability import logger, metrics
 from order_consumer.pipeline import OrderPipeline, outcome_counts
-from order_consumer.runtime import Clients, build_pipeline
+from order_consumer.runtime import Clients, build_pipeline, default_clients
 
 _pipeline: OrderPipeline | None = None
 _lock = threading.Lock()
@@ -40,7 +41,7 @@ def _get_pipeline() -> OrderPipeline:
     global _pipeline
     with _lock:
         if _pipeline is None:
-            _pipeline = build_pipeline(Settings.from_env(), Clients.from_default_session())
+            _pipeline = build_pipeline(Settings.from_env(), default_clients())
         return _pipeline
 
 

@@ -1,0 +1,371 @@
+"""Batched notification I/O: call counts, partial PublishBatch failures, crashes between publish and mark, FIFO."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from order_consumer.notifier import Notification, Notifier
+from order_consumer.store import OrderStore
+from order_events.errors import StoreUnavailableError
+from order_events.sns_ids import FIFO_ID as SNS_FIFO_ID
+from order_events.sns_ids import sns_deduplication_id, sns_group_id
+from tests.consumer.harness import (
+    ArmedFault,
+    Crash,
+    World,
+    cancelled,
+    client_error,
+    is_mark,
+    marked_event_ids,
+    refuse_entries,
+    seed,
+    sqs_record,
+)
+
+
+def new_orders(count: int, prefix: str = "o", **fields: Any) -> list[dict[str, Any]]:
+    return [sqs_record({"order_id": f"{prefix}-{i}", "event_id": f"evt-{prefix}-{i}", **fields}) for i in range(count)]
+
+
+def event_of(entry: dict[str, Any]) -> str:
+    return str(json.loads(entry["Message"])["event_id"])
+
+
+def test_a_batch_of_ten_new_orders_makes_twelve_calls(world: World) -> None:
+    # GIVEN ten new orders
+    records = new_orders(10)
+    # WHEN delivered in one batch
+    response = world.invoke(records)
+    # THEN all are acknowledged, sent and notified once
+    assert response == {"batchItemFailures": []}
+    assert {e: r["status"] for e, r in world.event_records().items()} == {f"evt-o-{i}": "sent" for i in range(10)}
+    assert sorted(world.notified_events().values()) == [1] * 10
+    # AND the calls were: ten transactions, one PublishBatch of ten entries, one TransactWriteItems of ten marks
+    assert world.board.calls == {"transact_write_items": 11, "publish_batch": 1}
+    [publish] = world.board.requests["publish_batch"]
+    assert len(publish["PublishBatchRequestEntries"]) == 10
+    [marks] = [r for r in world.board.requests["transact_write_items"] if is_mark(r)]
+    assert sorted(marked_event_ids(marks)) == sorted(f"evt-o-{i}" for i in range(10))
+
+
+def test_a_batch_of_ten_duplicates_makes_ten_calls(world: World) -> None:
+    # GIVEN ten orders already recorded and sent
+    for i in range(10):
+        seed(world, {"order_id": f"o-{i}"}, status="sent", event_id=f"evt-o-{i}")
+    # WHEN they are delivered again
+    response = world.invoke([sqs_record({"order_id": f"o-{i}", "event_id": f"evt-o-{i}"}) for i in range(10)])
+    # THEN they are acknowledged with one transaction each and nothing else
+    assert response == {"batchItemFailures": []}
+    assert world.board.calls == {"transact_write_items": 10}
+    assert world.new_notifications() == []
+
+
+def test_a_batch_of_25_new_orders_publishes_in_calls_of_ten(world: World) -> None:
+    # GIVEN 25 new orders
+    response = world.invoke(new_orders(25))
+    # THEN three PublishBatch calls (10, 10, 5) and one mark call after each
+    assert response == {"batchItemFailures": []}
+    sizes = sorted(len(r["PublishBatchRequestEntries"]) for r in world.board.requests["publish_batch"])
+    assert sizes == [5, 10, 10]
+    assert world.board.calls == {"transact_write_items": 25 + 3, "publish_batch": 3}
+    assert len(world.notified_events()) == 25
+
+
+def test_one_refused_entry_leaves_only_its_record_pending_and_reported(world: World) -> None:
+    # GIVEN SNS refuses the entry of evt-o-3 (once)
+    records = new_orders(5)
+    world.board.rewrites["publish_batch"] = refuse_entries(lambda entry: event_of(entry) == "evt-o-3")
+    # WHEN the batch is processed
+    response = world.invoke(records)
+    # THEN only that record is reported, stays pending and was not notified
+    assert world.failures(response) == {records[3]["messageId"]}
+    states = world.event_records()
+    assert states["evt-o-3"]["status"] == "pending"
+    assert "pending_shard" in states["evt-o-3"]
+    assert "ttl" not in states["evt-o-3"]
+    notified = world.notified_events()
+    assert notified["evt-o-3"] == 0
+    # AND the others were notified, marked sent and acknowledged (never marked: the refused entry)
+    assert all(states[f"evt-o-{i}"]["status"] == "sent" for i in (0, 1, 2, 4))
+    assert all(notified[f"evt-o-{i}"] == 1 for i in (0, 1, 2, 4))
+    [marks] = [r for r in world.board.requests["transact_write_items"] if is_mark(r)]
+    assert "evt-o-3" not in marked_event_ids(marks)
+    # AND the redelivery publishes and marks it
+    del world.board.rewrites["publish_batch"]
+    assert world.invoke([records[3]]) == {"batchItemFailures": []}
+    assert world.event_records()["evt-o-3"]["status"] == "sent"
+    assert world.notified_events()["evt-o-3"] == 1
+
+
+def test_every_entry_refused_leaves_every_record_pending_and_makes_no_mark(world: World) -> None:
+    # GIVEN SNS refuses every entry
+    records = new_orders(4)
+    world.board.rewrites["publish_batch"] = refuse_entries(lambda entry: True)
+    # WHEN the batch is processed
+    response = world.invoke(records)
+    # THEN every record is reported and pending, nothing was notified, no mark call was made
+    assert world.failures(response) == {r["messageId"] for r in records}
+    assert {r["status"] for r in world.event_records().values()} == {"pending"}
+    assert world.new_notifications() == []
+    assert world.board.calls == {"transact_write_items": 4, "publish_batch": 1}
+
+
+def test_a_failed_publish_batch_call_fails_only_its_records(world: World) -> None:
+    # GIVEN 12 new orders (two PublishBatch calls) and the first call fails
+    records = new_orders(12)
+    world.board.arm(ArmedFault(client_error("PublishBatch", "InternalError"), "publish_batch", times=1))
+    # WHEN the batch is processed
+    response = world.invoke(records)
+    # THEN exactly the records of the failed call are reported and pending; the others are sent
+    failed = world.failures(response)
+    [first, _] = world.board.requests["publish_batch"]
+    failed_events = {event_of(e) for e in first["PublishBatchRequestEntries"]}
+    assert failed == {r["messageId"] for r in records if json.loads(r["body"])["event_id"] in failed_events}
+    states = world.event_records()
+    assert {e for e, r in states.items() if r["status"] == "pending"} == failed_events
+    assert set(world.notified_events()) == set(states) - failed_events
+
+
+def test_an_entry_sns_does_not_report_is_never_marked_sent(world: World) -> None:
+    # GIVEN SNS answers without a word about one entry (neither Successful nor Failed; moto does
+    # this when an entry raises anything but InvalidParameterValue)
+    records = new_orders(3)
+
+    def drop_report(request: dict[str, Any], send: Callable[..., Any]) -> Any:
+        response = send(**request)
+        return {**response, "Successful": [s for s in response["Successful"] if s["Id"] != "1"]}
+
+    world.board.rewrites["publish_batch"] = drop_report
+    # WHEN processed
+    response = world.invoke(records)
+    # THEN that record is reported and stays pending (its notification may have gone out: at least once)
+    assert world.failures(response) == {records[1]["messageId"]}
+    assert world.event_records()["evt-o-1"]["status"] == "pending"
+    assert world.event_records()["evt-o-0"]["status"] == "sent"
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [
+        pytest.param(
+            ArmedFault(Crash("after publish"), "publish_batch", after_success=True, times=1), id="after-publish"
+        ),
+        pytest.param(ArmedFault(Crash("before mark"), "transact_write_items", when=is_mark, times=1), id="before-mark"),
+    ],
+)
+def test_a_crash_between_the_publish_and_the_mark_republishes_on_redelivery(world: World, fault: ArmedFault) -> None:
+    # GIVEN the process dies after SNS accepted the notifications and before they were marked sent
+    records = new_orders(3)
+    world.board.arm(fault)
+    # WHEN SQS redelivers the batch until it is acknowledged
+    crashes = world.deliver_until_done(records)
+    # THEN it crashed once, every record ends sent, and each was notified at least once (twice: the
+    # crash came after the first publish), with exactly one row per order
+    assert crashes == 1
+    assert {r["status"] for r in world.event_records().values()} == {"sent"}
+    assert world.notified_events() == {f"evt-o-{i}": 2 for i in range(3)}
+    assert sorted(world.order_rows()) == ["o-0", "o-1", "o-2"]
+
+
+def test_a_mark_that_fails_leaves_notified_records_pending_and_reported(world: World) -> None:
+    # GIVEN the marks' transaction fails (throttled) after SNS accepted every entry
+    records = new_orders(3)
+    world.board.arm(
+        ArmedFault(client_error("TransactWriteItems", "ThrottlingException"), "transact_write_items", when=is_mark)
+    )
+    # WHEN processed
+    response = world.invoke(records)
+    # THEN every record is reported, pending, and was notified (the redelivery notifies again)
+    assert world.failures(response) == {r["messageId"] for r in records}
+    assert {r["status"] for r in world.event_records().values()} == {"pending"}
+    assert len(world.notified_events()) == 3
+
+
+def test_several_parked_records_go_in_one_send_message_batch_and_a_refused_one_is_retried(world: World) -> None:
+    # GIVEN three invalid messages and SQS refuses to take the second into the DLQ
+    records = [sqs_record("not json"), sqs_record("[]"), sqs_record("{}")]
+    refused = records[1]["messageId"]
+    world.board.rewrites["send_message_batch"] = refuse_entries(
+        lambda entry: entry["MessageAttributes"]["source_message_id"]["StringValue"] == refused
+    )
+    # WHEN processed
+    response = world.invoke(records)
+    # THEN one SendMessageBatch call; the refused record is reported, the two others parked with their reason
+    assert world.board.calls == {"send_message_batch": 1}
+    assert world.failures(response) == {refused}
+    parked = world.dead_letters()
+    assert sorted(m["MessageAttributes"]["source_message_id"]["StringValue"] for m in parked) == sorted(
+        [records[0]["messageId"], records[2]["messageId"]]
+    )
+    assert {m["MessageAttributes"]["error_code"]["StringValue"] for m in parked} == {"INVALID_MESSAGE"}
+
+
+# --- FIFO ---------------------------------------------------------------------------------------
+
+
+def test_fifo_notifications_of_a_group_keep_their_order_in_one_publish_batch(make_world: Any) -> None:
+    # GIVEN a FIFO queue and topic, one message group with five orders (some ids SNS would refuse raw)
+    world = make_world(fifo=True)
+    order_ids = ["a-0", "with space", "ünïcode", "x" * 200, "a-4"]
+    records = [sqs_record({"order_id": o, "event_id": f"e-{i}"}, group="g") for i, o in enumerate(order_ids)]
+    # WHEN processed
+    response = world.invoke(records)
+    # THEN all are acknowledged and sent, in one PublishBatch whose entries keep the group's order
+    assert response == {"batchItemFailures": []}
+    [publish] = world.board.requests["publish_batch"]
+    entries = publish["PublishBatchRequestEntries"]
+    assert [event_of(e) for e in entries] == [f"e-{i}" for i in range(5)]
+    # AND every entry carries valid FIFO ids: the group from the order, the deduplication id from the event
+    assert [e["MessageGroupId"] for e in entries] == [sns_group_id(o) for o in order_ids]
+    assert [e["MessageDeduplicationId"] for e in entries] == [sns_deduplication_id(f"e-{i}") for i in range(5)]
+    assert all(SNS_FIFO_ID.fullmatch(e["MessageGroupId"]) for e in entries)
+    assert all(SNS_FIFO_ID.fullmatch(e["MessageDeduplicationId"]) for e in entries)
+    # AND the subscriber received them in that order
+    assert [json.loads(n["Message"])["event_id"] for n in world.new_notifications()] == [f"e-{i}" for i in range(5)]
+
+
+@pytest.mark.parametrize("order_id", ["has a space", "ordér-ü", "o" * 200], ids=["space", "non-ascii", "200-chars"])
+def test_a_fifo_order_with_an_id_sns_refuses_raw_is_notified_and_marked_sent(make_world: Any, order_id: str) -> None:
+    # GIVEN a FIFO pipeline and an order id that is not a valid SNS group id as is
+    world = make_world(fifo=True)
+    assert not SNS_FIFO_ID.fullmatch(order_id)
+    # WHEN it is delivered
+    response = world.invoke([sqs_record({"order_id": order_id, "event_id": "evt-fifo"}, group="g1")])
+    # THEN it is acknowledged, marked sent and notified, with a valid group id
+    assert response == {"batchItemFailures": []}
+    assert world.event_records()["evt-fifo"]["status"] == "sent"
+    [notification] = world.new_notifications()
+    assert json.loads(notification["Message"])["order_id"] == order_id
+    [entry] = world.board.requests["publish_batch"][0]["PublishBatchRequestEntries"]
+    assert SNS_FIFO_ID.fullmatch(entry["MessageGroupId"])
+    assert entry["MessageGroupId"] == sns_group_id(order_id) != order_id
+
+
+def test_fifo_a_refused_entry_keeps_the_rest_of_its_group_unacknowledged(make_world: Any) -> None:
+    # GIVEN one FIFO group of three and SNS refuses the middle entry once
+    world = make_world(fifo=True)
+    records = [sqs_record({"order_id": f"g-{i}", "event_id": f"e-{i}"}, group="g") for i in range(3)]
+    world.board.rewrites["publish_batch"] = refuse_entries(lambda entry: event_of(entry) == "e-1")
+    # WHEN processed
+    response = world.invoke(records)
+    # THEN the first is acknowledged; the refused one and the one after it are not
+    assert world.failures(response) == {records[1]["messageId"], records[2]["messageId"]}
+    states = world.event_records()
+    assert states["e-0"]["status"] == "sent"
+    assert states["e-1"]["status"] == "pending"
+    # AND the redelivery of the two completes them, in order
+    del world.board.rewrites["publish_batch"]
+    assert world.invoke(records[1:]) == {"batchItemFailures": []}
+    assert {e: r["status"] for e, r in world.event_records().items()} == {"e-0": "sent", "e-1": "sent", "e-2": "sent"}
+
+
+# --- the interfaces the reconciler uses -----------------------------------------------------------
+
+
+def test_notifier_holds_back_a_fifo_group_after_a_refused_entry(make_world: Any) -> None:
+    # GIVEN a FIFO topic and 12 notifications of one order (one group), the fourth of which SNS refuses
+    world = make_world(fifo=True)
+    notifier = Notifier(client=world.clients.sns, topic_arn=world.topic_arn)
+    notifications = [Notification(f"e-{i}", "o-1", "0" * 64) for i in range(12)]
+    world.board.rewrites["publish_batch"] = refuse_entries(lambda entry: event_of(entry) == "e-3")
+    # WHEN published
+    results = notifier.publish_batch(notifications)
+    # THEN one result per input in order: the refused one is an error; the others of the same call
+    # were accepted by SNS (they are reported as such); the group's entries of the next call are held
+    assert [r.notification for r in results] == notifications
+    assert [r.ok for r in results] == [True] * 3 + [False] + [True] * 6 + [False] * 2
+    assert all(r.message_id for r in results[:3])
+    assert "refused" in (results[3].error or "")
+    assert all("earlier notification of its message group" in (r.error or "") for r in results[10:])
+    # AND the second call (entries 10 and 11) was never made: the whole group was held
+    assert world.board.calls == {"publish_batch": 1}
+
+
+def test_notifier_never_exceeds_256_kb_per_call(world: World) -> None:
+    # GIVEN three notifications of about 100 KB each (huge event ids)
+    notifier = Notifier(client=world.clients.sns, topic_arn=world.topic_arn)
+    notifications = [Notification(f"{i}" + "e" * 50_000, "o", "0" * 64) for i in range(3)]
+    # WHEN published
+    results = notifier.publish_batch(notifications)
+    # THEN all are accepted, in two calls, each under 256 KB
+    assert all(r.ok for r in results)
+    sizes = [len(r["PublishBatchRequestEntries"]) for r in world.board.requests["publish_batch"]]
+    assert sizes == [2, 1]
+
+
+def test_mark_sent_batch_marks_pending_and_reports_already_sent_in_at_most_two_calls(world: World) -> None:
+    # GIVEN three pending records, one already sent, and one pending with another content
+    store = OrderStore(
+        client=world.clients.dynamodb,
+        processed_events_table=world.events_table,
+        order_records_table=world.orders_table,
+        record_ttl_seconds=60,
+    )
+    for i in range(3):
+        seed(world, {"order_id": f"p-{i}"}, status="pending", event_id=f"p-{i}")
+    seed(world, {"order_id": "s"}, status="sent", event_id="s")
+    seed(world, {"order_id": "x", "v": 1}, status="pending", event_id="x")
+    sha = world.event_records()
+    notifications = [Notification(e, sha[e]["order_id"], sha[e]["payload_sha256"]) for e in ("p-0", "s", "p-1", "p-2")]
+    notifications.append(Notification("x", "x", "f" * 64))  # not the recorded content
+    world.board.calls.clear()
+    # WHEN marked
+    flags = store.mark_sent_batch(notifications)
+    # THEN the pending ones are marked, the sent one counts as marked, the other content is not
+    assert flags == [True, True, True, True, False]
+    states = world.event_records()
+    assert [states[e]["status"] for e in ("p-0", "p-1", "p-2", "s", "x")] == ["sent"] * 4 + ["pending"]
+    assert all(states[e]["ttl"] == states[e]["sent_at"] + 60 for e in ("p-0", "p-1", "p-2"))
+    # AND it took two calls: the cancelled transaction, then the pending ones alone
+    assert world.board.calls == {"transact_write_items": 2}
+
+
+def test_mark_sent_batch_raises_a_transient_error_when_the_call_fails(world: World) -> None:
+    # GIVEN DynamoDB is unavailable
+    store = OrderStore(
+        client=world.clients.dynamodb,
+        processed_events_table=world.events_table,
+        order_records_table=world.orders_table,
+        record_ttl_seconds=60,
+    )
+    world.board.arm(ArmedFault(client_error("TransactWriteItems", "InternalServerError"), "transact_write_items"))
+    # WHEN marking, THEN a StoreUnavailableError (a TransientError) says so
+    with pytest.raises(StoreUnavailableError, match="InternalServerError"):
+        store.mark_sent_batch([Notification("e", "o", "0" * 64)])
+
+
+def test_mark_sent_batch_retries_a_transient_cancellation_once_then_reports_still_pending(world: World) -> None:
+    # GIVEN three pending records; the first marks' call is cancelled by a TransactionConflict on one item
+    store = OrderStore(
+        client=world.clients.dynamodb,
+        processed_events_table=world.events_table,
+        order_records_table=world.orders_table,
+        record_ttl_seconds=60,
+    )
+    for i in range(3):
+        seed(world, {"order_id": f"p-{i}"}, status="pending", event_id=f"p-{i}")
+    sha = world.event_records()
+    notifications = [Notification(e, sha[e]["order_id"], sha[e]["payload_sha256"]) for e in ("p-0", "p-1", "p-2")]
+    conflict = cancelled("None", "TransactionConflict", "None")
+    world.board.arm(ArmedFault(conflict, "transact_write_items", when=is_mark, times=1))
+    world.board.calls.clear()
+    # WHEN marked
+    flags = store.mark_sent_batch(notifications)
+    # THEN the second call marked all three
+    assert flags == [True, True, True]
+    assert world.board.calls == {"transact_write_items": 2}
+    assert {world.event_records()[e]["status"] for e in ("p-0", "p-1", "p-2")} == {"sent"}
+    # AND GIVEN both calls are cancelled, WHEN marked again, THEN they are reported still pending (two calls)
+    for i in range(3, 5):
+        seed(world, {"order_id": f"p-{i}"}, status="pending", event_id=f"p-{i}")
+    sha = world.event_records()
+    more = [Notification(e, sha[e]["order_id"], sha[e]["payload_sha256"]) for e in ("p-3", "p-4")]
+    world.board.arm(ArmedFault(cancelled("TransactionConflict", "None"), "transact_write_items", when=is_mark))
+    world.board.calls.clear()
+    assert store.mark_sent_batch(more) == [False, False]
+    assert world.board.calls == {"transact_write_items": 2}
+    assert {world.event_records()[e]["status"] for e in ("p-3", "p-4")} == {"pending"}
