@@ -18,16 +18,19 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from boto3.dynamodb.types import TypeDeserializer
 from botocore.exceptions import BotoCoreError, ClientError
 
+from order_consumer.pending_index import PENDING_SHARD_ATTRIBUTE, pending_shard
 from order_events.errors import ItemTooLargeError, RejectedByStoreError, StoreUnavailableError
 from order_events.message import OrderMessage
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
+
+    from order_consumer.notifier import Notification  # interim until the batched consumer lands
 
 STATUS_PENDING = "pending"
 STATUS_SENT = "sent"
@@ -123,6 +126,7 @@ class OrderStore:
             "payload_sha256": {"S": message.payload_sha256},
             "ttl": {"N": str(now + self._ttl_seconds)},
             "created_at": {"N": str(now)},
+            PENDING_SHARD_ATTRIBUTE: {"S": pending_shard(message.event_id)},  # interim until the batched consumer lands
         }
         try:
             self._client.transact_write_items(
@@ -190,7 +194,7 @@ class OrderStore:
             self._client.update_item(
                 TableName=self._events_table,
                 Key={"event_id": {"S": event_id}},
-                UpdateExpression="SET #status = :sent, sent_at = :now",
+                UpdateExpression=f"SET #status = :sent, sent_at = :now REMOVE {PENDING_SHARD_ATTRIBUTE}",  # interim
                 ConditionExpression=EVENT_IS_PENDING,
                 ExpressionAttributeNames={"#status": "status"},
                 ExpressionAttributeValues={
@@ -206,3 +210,40 @@ class OrderStore:
         except BotoCoreError as exc:
             raise StoreUnavailableError(f"DynamoDB unreachable: {exc}") from exc
         return True
+
+    # --- interim until the batched consumer lands ------------------------------------------------
+    def mark_sent_batch(self, notifications: Sequence[Notification]) -> list[bool]:
+        """Mark each sent (ttl set, pending_shard removed); True when marked now or already sent.
+
+        Raises:
+            StoreUnavailableError: a call failed; the records not yet marked stay pending.
+        """
+        results: list[bool] = []
+        for notification in notifications:
+            now = int(self._clock())
+            try:
+                self._client.update_item(
+                    TableName=self._events_table,
+                    Key={"event_id": {"S": notification.event_id}},
+                    UpdateExpression=(
+                        f"SET #status = :sent, sent_at = :now, #ttl = :ttl REMOVE {PENDING_SHARD_ATTRIBUTE}"
+                    ),
+                    ConditionExpression=EVENT_IS_PENDING,
+                    ExpressionAttributeNames={"#status": "status", "#ttl": "ttl"},
+                    ExpressionAttributeValues={
+                        ":sent": {"S": STATUS_SENT},
+                        ":pending": {"S": STATUS_PENDING},
+                        ":now": {"N": str(now)},
+                        ":ttl": {"N": str(now + self._ttl_seconds)},
+                    },
+                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                )
+                results.append(True)
+            except ClientError as exc:
+                if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                    raise _translate(exc, "the sent mark") from exc
+                status = _value(cast(Mapping[str, Any], exc.response.get("Item") or {}), "status")
+                results.append(status == STATUS_SENT)
+            except BotoCoreError as exc:
+                raise StoreUnavailableError(f"DynamoDB unreachable: {exc}") from exc
+        return results
