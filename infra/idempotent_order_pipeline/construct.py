@@ -25,16 +25,18 @@ from aws_cdk import (
 )
 from constructs import Construct
 
-from idempotent_order_pipeline import asset, monitoring, permissions, powertools
+from idempotent_order_pipeline import asset, monitoring, permissions, powertools, reconciliation
 from idempotent_order_pipeline._lambda_asset.order_events.metric_names import OUTCOME_METRICS
 from idempotent_order_pipeline.keys import DEFAULT_IDENTITY_FIELDS
 from idempotent_order_pipeline.props import (
     DEAD_LETTER_RETENTION,
     PipelineProps,
     as_tuple,
+    derived_reconcile_after,
     derived_visibility_timeout,
     validate,
 )
+from idempotent_order_pipeline.reconciliation import DEFAULT_RECONCILE_EVERY
 
 #: Prefix of the warning annotations this construct adds (acknowledge them with this prefix + id).
 WARNING_PREFIX = "idempotent-order-pipeline"
@@ -102,6 +104,14 @@ class IdempotentOrderPipeline(Construct):
         than ``retention_period``. Default: 15 minutes.
     :param alarm_evaluation_periods: consecutive breaching minutes before a sustained alarm (age,
         errors, throttles) fires; event alarms fire on the first. Default: 3.
+    :param reconcile_every: how often the reconciler (a second function, ``reconciler``) notifies
+        records left ``pending`` with no copy of their message to redeliver them (the DLQ was
+        dropped or expired); a whole number of minutes, or None for no reconciler. Default: 5 minutes.
+    :param reconcile_after: how long a record must have been ``pending`` before the reconciler
+        notifies it; at least ``visibility_timeout`` x ``max_receive_count``, the longest a normal
+        redelivery of the message can still come, so the reconciler never races one by design.
+        The ``pending_too_old`` alarm fires above this plus two runs. Default: None (15 minutes, or
+        ``visibility_timeout`` x ``max_receive_count`` when that is longer).
     """
 
     def __init__(
@@ -129,6 +139,8 @@ class IdempotentOrderPipeline(Construct):
         alarm_action: aws_sns.ITopic | None = None,
         oldest_message_age_threshold: Duration = DEFAULT_OLDEST_MESSAGE_AGE_THRESHOLD,
         alarm_evaluation_periods: int = 3,
+        reconcile_every: Duration | None = DEFAULT_RECONCILE_EVERY,
+        reconcile_after: Duration | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         props = PipelineProps(
@@ -152,6 +164,8 @@ class IdempotentOrderPipeline(Construct):
             alarm_action=alarm_action,
             oldest_message_age_threshold=oldest_message_age_threshold,
             alarm_evaluation_periods=alarm_evaluation_periods,
+            reconcile_every=reconcile_every,
+            reconcile_after=reconcile_after,
         )
         findings = validate(props)
         if findings.errors:
@@ -171,6 +185,7 @@ class IdempotentOrderPipeline(Construct):
             "ProcessedEventsTable", partition_key="event_id", time_to_live_attribute="ttl"
         )
         """One idempotency record per event (``event_id``), expiring after ``record_retention``."""
+        reconciliation.add_pending_index(self.processed_events_table)
         self.order_records_table: aws_dynamodb.Table = self._create_table("OrderRecordsTable", partition_key="order_id")
         """One row per order (``order_id``), written in the same transaction as its event record."""
         self.topic: aws_sns.Topic = self._create_topic()
@@ -187,18 +202,23 @@ class IdempotentOrderPipeline(Construct):
             order_records_table=self.order_records_table,
             outcome_metrics={name: self._outcome_metric(name) for name in OUTCOME_METRICS},
         )
-        self.alarms: Mapping[str, aws_cloudwatch.Alarm] = MappingProxyType(
-            monitoring.create_alarms(
-                self,
-                resources,
-                oldest_message_age_threshold=oldest_message_age_threshold,
-                evaluation_periods=alarm_evaluation_periods,
-                alarm_action=alarm_action,
-            )
+        alarms = monitoring.create_alarms(
+            self,
+            resources,
+            oldest_message_age_threshold=oldest_message_age_threshold,
+            evaluation_periods=alarm_evaluation_periods,
+            alarm_action=alarm_action,
         )
+        self.reconciliation: reconciliation.Reconciliation | None = self._create_reconciliation()
+        """The scheduled reconciler (function, rule, alarm); None with ``reconcile_every=None``."""
+        if self.reconciliation is not None:
+            alarms["pending_too_old"] = self.reconciliation.pending_too_old
+        self.alarms: Mapping[str, aws_cloudwatch.Alarm] = MappingProxyType(alarms)
         """Every alarm, by role (``dead_letter_queue_not_empty``, ``conflicts``, ...)."""
         self.dashboard: aws_cloudwatch.Dashboard = monitoring.create_dashboard(self, resources, self.alarms)
         """Queue, function, handler outcomes and tables on one CloudWatch dashboard."""
+        if self.reconciliation is not None:
+            self.reconciliation.add_to_dashboard(self.dashboard)
 
     def _default_service_name(self) -> str:
         """The stack name and this construct's path inside the stack: unique per account and region."""
@@ -311,6 +331,7 @@ class IdempotentOrderPipeline(Construct):
         ):
             role.add_to_principal_policy(statement)
         layer = props.powertools_layer or powertools.default_powertools_layer(self, "PowertoolsLayer")
+        self._powertools_layer = layer
         function = aws_lambda.Function(
             self,
             "Function",
@@ -338,6 +359,28 @@ class IdempotentOrderPipeline(Construct):
         )
         self._acknowledge_findings(function, role)
         return function
+
+    def _create_reconciliation(self) -> reconciliation.Reconciliation | None:
+        props = self._props
+        if props.reconcile_every is None:
+            return None
+        return reconciliation.Reconciliation(
+            self,
+            "Reconciliation",
+            processed_events_table=self.processed_events_table,
+            order_records_table=self.order_records_table,
+            topic=self.topic,
+            environment=self._environment(),
+            reconcile_every=props.reconcile_every,
+            reconcile_after=derived_reconcile_after(props),
+            powertools_layer=self._powertools_layer,
+            encryption_key=props.encryption_key,
+            log_retention=props.log_retention,
+            removal_policy=props.removal_policy,
+            metrics_namespace=props.metrics_namespace,
+            service_name=self._service_name,
+            alarm_action=props.alarm_action,
+        )
 
     def _environment(self) -> dict[str, str]:
         """The variables the handler reads (contract with ``lambdas/order_consumer/config.py``)."""

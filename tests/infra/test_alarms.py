@@ -23,6 +23,7 @@ EXPECTED_ALARMS = {
     "processed_events_system_errors",
     "order_records_throttles",
     "order_records_system_errors",
+    "pending_too_old",  # the reconciler's (tests/infra/test_reconciliation.py)
 }
 SUSTAINED = {
     "oldest_message_too_old",

@@ -20,12 +20,8 @@ import boto3
 
 from order_consumer import handler as consumer_handler
 from order_consumer.notifier import Notifier
-from order_consumer.pending_index import (
-    PENDING_INDEX_NAME,
-    PENDING_SHARD_ATTRIBUTE,
-    PENDING_SINCE_ATTRIBUTE,
-    PendingIndex,
-)
+from order_consumer.pending_index import PENDING_INDEX_NAME, PENDING_SHARD_ATTRIBUTE, PENDING_SINCE_ATTRIBUTE
+from order_consumer.pending_records import PendingIndex
 from order_consumer.reconciliation import Reconciler
 from order_consumer.runtime import Clients
 from order_consumer.store import OrderStore

@@ -26,7 +26,7 @@ from botocore.config import Config
 from order_consumer.config import Settings
 from order_consumer.notifier import Notifier
 from order_consumer.observability import logger, metrics
-from order_consumer.pending_index import PendingIndex
+from order_consumer.pending_records import PendingIndex
 from order_consumer.reconciliation import Reconciler
 from order_consumer.store import OrderStore
 from order_events.errors import ConfigurationError

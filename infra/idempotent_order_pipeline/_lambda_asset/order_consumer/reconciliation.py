@@ -36,7 +36,8 @@ from typing import Any
 
 from order_consumer.notifier import Notification, Notifier
 from order_consumer.observability import logger
-from order_consumer.pending_index import IndexEntry, OrderRow, PendingIndex, PendingRecord, every_shard
+from order_consumer.pending_index import every_shard
+from order_consumer.pending_records import IndexEntry, OrderRow, PendingIndex, PendingRecord
 from order_consumer.store import OrderStore
 from order_events.errors import TransientError
 
