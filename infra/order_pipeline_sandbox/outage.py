@@ -74,6 +74,20 @@ def _metric_sum(log_path: Path, name: str) -> int:
     return total
 
 
+def _drop(sqs: Any, queue_url: str) -> list[str]:
+    """Delete every message of the queue (what ``dlq drop`` does; PurgeQueue allows one call a minute)."""
+    dropped: list[str] = []
+    while batch := sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=0).get(
+        "Messages", []
+    ):
+        sqs.delete_message_batch(
+            QueueUrl=queue_url,
+            Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(batch)],
+        )
+        dropped.extend(message["MessageId"] for message in batch)
+    return dropped
+
+
 def _statuses(sandbox: Sandbox, event_ids: list[str]) -> dict[str, str]:
     dynamodb = sandbox.endpoint.client("dynamodb")
     table = sandbox.deployment.output("ProcessedEventsTableName")
@@ -115,7 +129,7 @@ def run_sns_outage(
     environment = FunctionProcess(reconciler, endpoint, task_dir, layer_dirs, sandbox.logs_dir / "reconciler-0.log")
 
     # 1. Outage: the topic is gone; the orders are recorded, their notifications fail, they reach the DLQ.
-    sqs.purge_queue(QueueUrl=dlq_url)  # the chaos run's parked messages were checked already
+    _drop(sqs, dlq_url)  # the chaos run's parked messages were checked already
     topic_attributes = sns.get_topic_attributes(TopicArn=topic_arn)["Attributes"]
     sns.delete_topic(TopicArn=topic_arn)
     plan = traffic.plan_traffic(orders, seed=seed, resend_share=0, conflict_share=0, invalid_share=0)
@@ -135,8 +149,7 @@ def run_sns_outage(
     run.dead_lettered = sum(message["MessageId"] in sent_ids for message in checks.peek_queue(sqs, dlq_url))
 
     # 2. Drop: no redrive; no copy of these messages is left.
-    sqs.purge_queue(QueueUrl=dlq_url)
-    run.dropped = run.dead_lettered
+    run.dropped = sum(message_id in sent_ids for message_id in _drop(sqs, dlq_url))
     run.pending_after_drop = sum(status == "pending" for status in _statuses(sandbox, event_ids).values())
 
     # 3. Recovery: the topic is back under the same ARN, with a fresh subscriber.

@@ -63,6 +63,16 @@ def events_table_definition(name: str) -> dict[str, Any]:
     }
 
 
+def add_pending_index(dynamodb: Any, table: str) -> None:
+    """Add the construct's pending index to a table created without it (existing items are indexed)."""
+    definition = events_table_definition(table)
+    dynamodb.update_table(
+        TableName=table,
+        AttributeDefinitions=definition["AttributeDefinitions"],
+        GlobalSecondaryIndexUpdates=[{"Create": definition["GlobalSecondaryIndexes"][0]}],
+    )
+
+
 @dataclass
 class ReconcilerWorld:
     """Tables, topic, subscriber queue and DLQ of one test, inside ``mock_aws``."""
