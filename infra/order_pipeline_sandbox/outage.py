@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 DEFAULT_OUTAGE_ORDERS = 20
 DEFAULT_SCHEDULE_INTERVAL_SECONDS = 2.0
 DEFAULT_RECOVERY_TIMEOUT_SECONDS = 120.0
+OUTAGE_SEED_OFFSET = 1_000_003
 SCHEDULED_EVENT = {"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}}
 
 
@@ -128,12 +129,18 @@ def run_sns_outage(
     task_dir, layer_dirs = reconciler.unpack(sandbox.run_dir / "reconciler")
     environment = FunctionProcess(reconciler, endpoint, task_dir, layer_dirs, sandbox.logs_dir / "reconciler-0.log")
 
+    # Its own seed: orders of their own, never the chaos run's (same seed, same order ids).
+    plan = traffic.plan_traffic(
+        orders, seed=seed + OUTAGE_SEED_OFFSET, resend_share=0, conflict_share=0, invalid_share=0
+    )
+    event_ids = [str(message.event_id) for message in plan.messages]
+    if any(status != "missing" for status in _statuses(sandbox, event_ids).values()):
+        run.violations.append("the outage's orders were recorded before the outage (reused order ids)")
+        return run
     # 1. Outage: the topic is gone; the orders are recorded, their notifications fail, they reach the DLQ.
     _drop(sqs, dlq_url)  # the chaos run's parked messages were checked already
     topic_attributes = sns.get_topic_attributes(TopicArn=topic_arn)["Attributes"]
     sns.delete_topic(TopicArn=topic_arn)
-    plan = traffic.plan_traffic(orders, seed=seed, resend_share=0, conflict_share=0, invalid_share=0)
-    event_ids = [str(message.event_id) for message in plan.messages]
     poller = sandbox.poller(visibility_timeout=visibility_timeout, crash_plan=None)
     poller.start()
     try:
