@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""``python examples/subscriber/app.py``: synthesize the subscriber example into cdk.out/."""
+"""The subscriber example as a CDK app: ``npx cdk synth --app "python examples/subscriber/app.py"``."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 ``SubscriberStack`` holds an ``IdempotentOrderPipeline`` and an :class:`OrderSubscriber` attached to
 it; in your app, build the ``OrderSubscriber`` next to your own pipeline instead. Run
-``python examples/subscriber/app.py`` (or ``cdk synth --app "python examples/subscriber/app.py"``).
+``npx cdk synth --app "python examples/subscriber/app.py"``.
 """
 
 from __future__ import annotations
