@@ -310,7 +310,8 @@ class OrderPipelineMachine(RuleBasedStateMachine):
                 self._invoke(batch)
         assert all(m.acknowledged or m.redriven for m in self.messages), "queue did not drain"
         dropped = self.world.dead_letters()  # read, then gone: the DLQ is dropped without a redrive
-        self.reconcile_until_done()
+        if any(record["status"] == "pending" for record in self.world.event_records().values()):
+            self.reconcile_until_done()  # (a run over an index with nothing pending changes nothing)
 
         records = self.world.event_records()
         rows = self.world.order_rows()
