@@ -104,7 +104,7 @@ class IdempotentOrderPipeline(Construct):
         than ``retention_period``. Default: 15 minutes.
     :param alarm_evaluation_periods: consecutive breaching minutes before a sustained alarm (age,
         errors, throttles) fires; event alarms fire on the first. Default: 3.
-    :param reconcile_every: how often the reconciler (a second function, ``reconciler``) notifies
+    :param reconcile_every: how often the reconciler (a second function, ``reconciliation.function``) notifies
         records left ``pending`` with no copy of their message to redeliver them (the DLQ was
         dropped or expired); a whole number of minutes, or None for no reconciler. Default: 5 minutes.
     :param reconcile_after: how long a record must have been ``pending`` before the reconciler
