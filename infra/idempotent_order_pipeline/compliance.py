@@ -43,6 +43,17 @@ class PipelineFacts:
 
 
 _WITHOUT_KEY = "Without encryption_key: "
+_DLQ_REASON = (
+    "A function DLQ only catches asynchronous invocations. The SQS event source invokes the consumer "
+    "synchronously (failed records return to the queue, whose redrive policy moves them to the dead-letter "
+    "queue); the reconciler's scheduled runs have retries off and nothing to keep (the next run finds every "
+    "record still pending in the index)."
+)
+_CONCURRENCY_REASON = (
+    "Reserving concurrency takes it from the account's unreserved pool; the event source's max_concurrency "
+    "caps the consumer without that, and the reconciler runs once per schedule. Pass reserved_concurrency to "
+    "reserve some for the consumer."
+)
 
 #: Every checkov suppression the construct may ship, with the condition under which it does.
 CHECKOV_SUPPRESSIONS: tuple[tuple[CheckovSuppression, Condition], ...] = (
@@ -69,7 +80,7 @@ CHECKOV_SUPPRESSIONS: tuple[tuple[CheckovSuppression, Condition], ...] = (
         CheckovSuppression(
             "CKV_AWS_158",
             "log_group",
-            _WITHOUT_KEY + "CloudWatch Logs encrypts log data at rest with service-managed keys; the handler logs "
+            _WITHOUT_KEY + "CloudWatch Logs encrypts log data at rest with service-managed keys; the functions log "
             "ids, outcomes and error messages, not order bodies. Pass encryption_key to encrypt the log group with it.",
         ),
         lambda facts: not facts.customer_managed_key,
@@ -78,10 +89,12 @@ CHECKOV_SUPPRESSIONS: tuple[tuple[CheckovSuppression, Condition], ...] = (
         CheckovSuppression(
             "CKV_AWS_116",
             "function",
-            "A function DLQ only catches asynchronous invocations; the SQS event source invokes this function "
-            "synchronously, and failed records return to the queue, whose redrive policy moves them to the "
-            "dead-letter queue.",
+            _DLQ_REASON,
         ),
+        lambda facts: True,
+    ),
+    (
+        CheckovSuppression("CKV_AWS_116", "reconciler_function", _DLQ_REASON),
         lambda facts: True,
     ),
     (
@@ -94,13 +107,12 @@ CHECKOV_SUPPRESSIONS: tuple[tuple[CheckovSuppression, Condition], ...] = (
         lambda facts: not facts.function_in_vpc,
     ),
     (
-        CheckovSuppression(
-            "CKV_AWS_115",
-            "function",
-            "Reserving concurrency takes it from the account's unreserved pool; the event source's "
-            "max_concurrency caps this consumer without that. Pass reserved_concurrency to reserve some.",
-        ),
+        CheckovSuppression("CKV_AWS_115", "function", _CONCURRENCY_REASON),
         lambda facts: not facts.reserved_concurrency,
+    ),
+    (
+        CheckovSuppression("CKV_AWS_115", "reconciler_function", _CONCURRENCY_REASON),
+        lambda facts: True,
     ),
     (
         CheckovSuppression(

@@ -32,11 +32,23 @@ from aws_cdk import (
 )
 from constructs import Construct, IConstruct, IValidation
 
-from idempotent_order_pipeline import asset, compliance, monitoring, permissions, powertools, removal, resources
+from idempotent_order_pipeline import (
+    asset,
+    compliance,
+    monitoring,
+    permissions,
+    powertools,
+    reconciliation,
+    removal,
+    resources,
+)
+from idempotent_order_pipeline._lambda_asset.order_consumer.pending_index import PENDING_INDEX_NAME
 from idempotent_order_pipeline._lambda_asset.order_events.metric_names import OUTCOME_METRICS
 from idempotent_order_pipeline.discovery import mark as mark_for_discovery
 from idempotent_order_pipeline.keys import DEFAULT_IDENTITY_FIELDS
-from idempotent_order_pipeline.props import Findings, PipelineProps, validate
+from idempotent_order_pipeline.permissions import VPC_NETWORK_INTERFACE_ACTIONS
+from idempotent_order_pipeline.props import Findings, PipelineProps, derived_reconcile_after, validate
+from idempotent_order_pipeline.reconciliation import DEFAULT_RECONCILE_EVERY
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -54,16 +66,6 @@ DEFAULT_OLDEST_MESSAGE_AGE_THRESHOLD = Duration.minutes(15)
 #: The only subscription protocol an SNS FIFO topic delivers to (SQS FIFO or standard queues; SNS
 #: developer guide, "Message delivery for FIFO topics": Lambda, HTTP(S), email, SMS are refused).
 FIFO_TOPIC_PROTOCOLS = ("sqs",)
-#: The actions of AWSLambdaVPCAccessExecutionRole, written out (the function's role takes no
-#: managed policy). EC2 supports no resource-level permissions for them.
-VPC_NETWORK_INTERFACE_ACTIONS = (
-    "ec2:CreateNetworkInterface",
-    "ec2:DescribeNetworkInterfaces",
-    "ec2:DescribeSubnets",
-    "ec2:DeleteNetworkInterface",
-    "ec2:AssignPrivateIpAddresses",
-    "ec2:UnassignPrivateIpAddresses",
-)
 #: CloudWatch statistics (aws_cloudwatch.Stats): the named ones, then pNN / tmNN / wmNN / tcNN / tsNN
 #: and the range forms TM(10%:90%), PR(:300), ...
 NAMED_STATISTICS = ("SampleCount", "Average", "Sum", "Minimum", "Maximum", "IQM")
@@ -265,6 +267,14 @@ class IdempotentOrderPipeline(Construct):
     :param tracing: X-Ray active tracing on the function (and its X-Ray permissions). The
         handler does not instrument its AWS calls, so traces show the invocation only.
         Default: False (no tracing, no X-Ray permissions).
+    :param reconcile_every: how often the reconciler (a second function, ``reconciliation.function``) notifies
+        records left ``pending`` with no copy of their message to redeliver them (the DLQ was
+        dropped or expired); a whole number of minutes, or None for no reconciler. Default: 5 minutes.
+    :param reconcile_after: how long a record must have been ``pending`` before the reconciler
+        notifies it; at least ``visibility_timeout`` x ``max_receive_count``, the longest a normal
+        redelivery of the message can still come, so the reconciler never races one by design.
+        The ``pending_too_old`` alarm fires above this plus two runs. Default: None (15 minutes, or
+        ``visibility_timeout`` x ``max_receive_count`` when that is longer).
     """
 
     def __init__(
@@ -316,6 +326,8 @@ class IdempotentOrderPipeline(Construct):
         runbook_url: str | None = None,
         alarm_overrides: Mapping[str, monitoring.AlarmOverride] | None = None,
         dashboard: bool = True,
+        reconcile_every: Duration | None = DEFAULT_RECONCILE_EVERY,
+        reconcile_after: Duration | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         props = PipelineProps(
@@ -363,6 +375,8 @@ class IdempotentOrderPipeline(Construct):
             runbook_url=runbook_url,
             alarm_overrides=dict(alarm_overrides or {}),
             dashboard=dashboard,
+            reconcile_every=reconcile_every,
+            reconcile_after=reconcile_after,
         )
         self._props = props
         self._service_name = service_name or self._default_service_name()
@@ -376,6 +390,19 @@ class IdempotentOrderPipeline(Construct):
             resources.PROCESSED_EVENTS, props.existing_processed_events_table
         )
         """One idempotency record per event (``event_id``), expiring after ``record_retention``."""
+        if (
+            isinstance(self.processed_events_table, aws_dynamodb.Table)
+            and props.existing_processed_events_table is None
+        ):
+            reconciliation.add_pending_index(self.processed_events_table)
+        else:
+            Annotations.of(self).add_warning_v2(
+                f"{WARNING_PREFIX}:existing-processed-events-table-index",
+                "existing_processed_events_table must have the global secondary index "
+                f"{PENDING_INDEX_NAME!r} (partition key pending_shard S, sort key created_at N, "
+                "KEYS_ONLY; reconciliation.add_pending_index makes it): the reconciler and the CLI's pending "
+                "command query it. Acknowledge this warning once the table has it.",
+            )
         self.order_records_table: aws_dynamodb.ITable = self._table(
             resources.ORDER_RECORDS, props.existing_order_records_table
         )
@@ -402,12 +429,16 @@ class IdempotentOrderPipeline(Construct):
         monitoring.create_alarms(
             self.alarm_factory, resources_watched, oldest_message_age_threshold=oldest_message_age_threshold
         )
+        self.reconciliation: reconciliation.Reconciliation | None = self._create_reconciliation()
+        """The scheduled reconciler (function, rule, ``pending_too_old`` alarm); None with ``reconcile_every=None``."""
         self.alarms: Mapping[str, aws_cloudwatch.Alarm] = MappingProxyType(self.alarm_factory.alarms)
         """Every alarm, by key (``dead_letter_queue_not_empty``, ``conflicts``, ...), less those turned off."""
         self.dashboard: aws_cloudwatch.Dashboard | None = (
             monitoring.create_dashboard(self, resources_watched, self.alarms) if dashboard else None
         )
         """Queue, function, handler outcomes and tables on one CloudWatch dashboard (None with ``dashboard=False``)."""
+        if self.reconciliation is not None and self.dashboard is not None:
+            self.reconciliation.add_to_dashboard(self.dashboard)
         self._suppress_checkov_findings()
         self._follow_removal_policy()
         mark_for_discovery(self)  # resource metadata the operator CLI finds this pipeline by
@@ -574,6 +605,7 @@ class IdempotentOrderPipeline(Construct):
             "vpc_subnets": props.vpc_subnets,
             "security_groups": list(props.security_groups) if props.security_groups is not None else None,
         }
+        self._powertools_layer = layer
         function = aws_lambda.Function(
             self, "Function", **resources.merged(defaults, resources.function_overrides(props), {})
         )
@@ -622,6 +654,33 @@ class IdempotentOrderPipeline(Construct):
             endpoint.connections.allow_default_port_from(self.function, "HTTPS from the order pipeline's function")
             endpoints[key] = endpoint
         return endpoints
+
+    def _create_reconciliation(self) -> reconciliation.Reconciliation | None:
+        props = self._props
+        if props.reconcile_every is None:
+            return None
+        return reconciliation.Reconciliation(
+            self,
+            "Reconciliation",
+            processed_events_table=self.processed_events_table,
+            order_records_table=self.order_records_table,
+            topic=self.topic,
+            environment=self._environment(),
+            reconcile_every=props.reconcile_every,
+            reconcile_after=derived_reconcile_after(props),
+            powertools_layer=self._powertools_layer,
+            encryption_key=props.encryption_key,
+            log_retention=props.log_retention,
+            removal_policy=props.removal_policy,
+            metrics_namespace=props.metrics_namespace,
+            service_name=self._service_name,
+            alarm_factory=self.alarm_factory,
+            tracing=props.tracing,
+            vpc=props.vpc,
+            vpc_subnets=props.vpc_subnets,
+            # The consumer's security groups, so VPC endpoints made for it serve the reconciler too.
+            security_groups=tuple(self.function.connections.security_groups) if props.vpc is not None else None,
+        )
 
     def _environment(self) -> dict[str, str]:
         """The variables the handler reads (contract with ``lambdas/order_consumer/config.py``)."""
@@ -684,6 +743,10 @@ class IdempotentOrderPipeline(Construct):
 
     def _suppress_checkov_findings(self) -> None:
         """checkov findings this design answers, as resource metadata (each reason is in the README too)."""
+
+        def reconciler_parts(child: str) -> list[IConstruct]:
+            return [self.reconciliation.node.find_child(child)] if self.reconciliation is not None else []
+
         cfn_function = self.function.node.default_child
         assert isinstance(cfn_function, aws_lambda.CfnFunction)
         facts = compliance.PipelineFacts(
@@ -696,11 +759,17 @@ class IdempotentOrderPipeline(Construct):
             {
                 "queues": [self.queue, self.dead_letter_queue],
                 "tables": [self.processed_events_table, self.order_records_table],
-                "log_group": [self.node.find_child("FunctionLogGroup")],
-                "function": [self.function],
-                "function_policy": [policy]
-                if (policy := self.function.role and self.function.role.node.try_find_child("DefaultPolicy"))
-                else [],
+                "log_group": [self.node.find_child("FunctionLogGroup"), *reconciler_parts("LogGroup")],
+                "function": [self.function, *reconciler_parts("Function")],
+                "function_policy": [
+                    *(
+                        [policy]
+                        if (policy := self.function.role and self.function.role.node.try_find_child("DefaultPolicy"))
+                        else []
+                    ),
+                    *[p for r in reconciler_parts("Role") if (p := r.node.try_find_child("DefaultPolicy"))],
+                ],
+                "reconciler_function": reconciler_parts("Function"),
             },
         )
 

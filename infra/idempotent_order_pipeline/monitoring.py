@@ -44,6 +44,7 @@ ALARM_KEYS = (
     "processed_events_system_errors",
     "order_records_throttles",
     "order_records_system_errors",
+    "pending_too_old",  # the reconciler's (reconciliation.py), with reconcile_every set
 )
 #: Where each description points on-call when no ``runbook_url`` is given.
 DEFAULT_RUNBOOK = "README of idempotent-order-pipeline, section 'Runbook: when an alarm fires'"

@@ -52,6 +52,17 @@ SUBSCRIBE_ACTIONS = ("sns:Subscribe",)
 # managed key; no GenerateDataKey*/ReEncrypt* wildcards.
 KMS_ACTIONS = ("kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey")
 
+#: The actions of AWSLambdaVPCAccessExecutionRole, written out (the function's role takes no
+#: managed policy). EC2 supports no resource-level permissions for them.
+VPC_NETWORK_INTERFACE_ACTIONS = (
+    "ec2:CreateNetworkInterface",
+    "ec2:DescribeNetworkInterfaces",
+    "ec2:DescribeSubnets",
+    "ec2:DeleteNetworkInterface",
+    "ec2:AssignPrivateIpAddresses",
+    "ec2:UnassignPrivateIpAddresses",
+)
+
 
 def handler_statements(
     scope: Construct,

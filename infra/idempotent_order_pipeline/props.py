@@ -33,6 +33,8 @@ DEAD_LETTER_RETENTION = Duration.days(14)
 #: AWS's advice for an SQS event source: visibility timeout at least 6x the function timeout (plus
 #: the batching window), so a batch retried by Lambda is not redelivered while still in flight.
 VISIBILITY_TIMEOUT_FACTOR = 6
+#: ``reconcile_after=None`` means this, or the redelivery window when that is longer.
+RECONCILE_AFTER_AT_LEAST = Duration.minutes(15)
 #: Below this, one transient blip (a throttle, a deploy) can push a good message to the DLQ.
 RECOMMENDED_MIN_RECEIVE_COUNT = 5
 
@@ -104,6 +106,8 @@ class PipelineProps:
     runbook_url: str | None = None
     alarm_overrides: Mapping[str, monitoring.AlarmOverride] = field(default_factory=dict)
     dashboard: bool = True
+    reconcile_every: Duration | None = None
+    reconcile_after: Duration | None = None
 
     @property
     def identity_field_names(self) -> tuple[str, ...]:
@@ -149,6 +153,24 @@ def derived_visibility_timeout(props: PipelineProps) -> Duration:
     return Duration.seconds(int(VISIBILITY_TIMEOUT_FACTOR * timeout + window))
 
 
+def redelivery_window_seconds(props: PipelineProps) -> float | None:
+    """``visibility_timeout`` x ``max_receive_count``: how long after a write a normal redelivery can still come."""
+    visibility = seconds(derived_visibility_timeout(props))
+    count = _number(props.max_receive_count)
+    if visibility is None or count is None or visibility <= 0:
+        return None
+    return visibility * count
+
+
+def derived_reconcile_after(props: PipelineProps) -> Duration:
+    """The prop, else 15 minutes, or the redelivery window when that is longer."""
+    if props.reconcile_after is not None:
+        return props.reconcile_after
+    window = redelivery_window_seconds(props)
+    default = RECONCILE_AFTER_AT_LEAST.to_seconds()
+    return Duration.seconds(int(max(default, window or 0)))
+
+
 def validate(props: PipelineProps) -> Findings:
     """Check every prop; collect every problem."""
     findings = Findings()
@@ -161,6 +183,7 @@ def validate(props: PipelineProps) -> Findings:
     _check_removal(props, findings)
     _check_network(props, findings)
     _check_scaling(props, findings)
+    _check_reconciliation(props, findings)
     return findings
 
 
@@ -433,4 +456,38 @@ def _check_scaling(props: PipelineProps, findings: Findings) -> None:
         errors.append(
             f"provisioned_pollers: minimum_pollers={pollers.minimum_pollers!r} above "
             f"maximum_pollers={pollers.maximum_pollers!r}"
+        )
+
+
+def _check_reconciliation(props: PipelineProps, findings: Findings) -> None:
+    """The reconciler's schedule, and a threshold that never races a normal redelivery.
+
+    After the transaction that left a record ``pending``, SQS can still deliver its message at most
+    ``max_receive_count`` - 1 more times, each at the earliest one visibility timeout after the
+    previous receive, and each delivery ends within ``function_timeout`` (<= the visibility timeout).
+    So, without a backlog, every normal redelivery has ended by ``visibility_timeout`` x
+    ``max_receive_count`` after the record was written: a ``reconcile_after`` at least that long
+    only finds records no delivery will publish (racing anyway, behind a backlog, costs a duplicate
+    notification, never a lost one).
+    """
+    errors = findings.errors
+    every = seconds(props.reconcile_every)
+    if every is not None and (every < 60 or every % 60):
+        errors.append(
+            f"reconcile_every={every:g}s: allowed None (no reconciler) or a whole number of minutes, at least 1 "
+            "(an EventBridge rate)"
+        )
+    if props.reconcile_every is None or props.reconcile_after is None:
+        return
+    after = seconds(props.reconcile_after)
+    redelivery_window = redelivery_window_seconds(props)
+    visibility = seconds(derived_visibility_timeout(props))
+    count = _number(props.max_receive_count)
+    if after is None or redelivery_window is None or visibility is None or count is None:
+        return
+    if after < redelivery_window:
+        errors.append(
+            f"reconcile_after={after:g}s: must be at least visibility_timeout x max_receive_count "
+            f"({visibility:g}s x {count:g} = {redelivery_window:g}s), the longest a normal redelivery can still "
+            "publish the record, so the reconciler never races one"
         )

@@ -22,11 +22,11 @@ from types import FrameType
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from order_pipeline_sandbox import demo
+from order_pipeline_sandbox import demo, outage
 from order_pipeline_sandbox.deploy import DEFAULT_STAGE, DeployError
 from order_pipeline_sandbox.function import DeployedFunctionError
 from order_pipeline_sandbox.poller import DEFAULT_VISIBILITY_TIMEOUT_SECONDS, PollerStats
-from order_pipeline_sandbox.report import render
+from order_pipeline_sandbox.report import render, render_outage
 
 
 def _env_default(name: str, default: str) -> str:
@@ -84,8 +84,11 @@ def _run_demo(args: argparse.Namespace, console: Console) -> int:
         with progress:
             run = demo.run_chaos(sandbox, chaos, on_progress)
         render(run, demo.describe(sandbox), sandbox.timings, console)
+        console.log("SNS outage scenario: orders recorded while SNS is down, DLQ dropped, reconciler...")
+        recovered = outage.run_sns_outage(sandbox, seed=args.seed, visibility_timeout=args.visibility_timeout)
+        render_outage(recovered, console)
     console.log(f"stopped the endpoint and {options.concurrency} function processes; logs in {sandbox.logs_dir}")
-    return 0 if run.result.ok else 1
+    return 0 if run.result.ok and recovered.ok else 1
 
 
 def _run_sandbox(args: argparse.Namespace, console: Console) -> int:

@@ -25,7 +25,7 @@ from aws_cdk import Annotations, aws_dynamodb, aws_ec2, aws_kms, aws_lambda, aws
 from cdk_nag import AwsSolutionsChecks, ServerlessChecks
 from constructs import Construct
 
-from idempotent_order_pipeline import IdempotentOrderPipeline, permissions
+from idempotent_order_pipeline import IdempotentOrderPipeline, permissions, reconciliation
 from idempotent_order_pipeline.construct import WARNING_PREFIX
 
 #: The CDK CLI's app directory (``cdk.json`` with the same feature flags as the main app).
@@ -57,6 +57,7 @@ ACKNOWLEDGED_WARNINGS = (
     "existing-dead-letter-queue-unverified",
     "existing-processed-events-table-unverified",
     "existing-order-records-table-unverified",
+    "existing-processed-events-table-index",
 )
 EXISTING_VISIBILITY_TIMEOUT = cdk.Duration.minutes(3)  # 6x the function's 30 s timeout
 
@@ -104,6 +105,9 @@ class ExistingResourcesStack(cdk.Stack):
                 encryption_key=key,
                 removal_policy=cdk.RemovalPolicy.DESTROY,
             )
+        # The index the pipeline's reconciler and the CLI's pending command query (the pipeline adds it
+        # only to a table it creates).
+        reconciliation.add_pending_index(tables["ProcessedEventsTable"])
         cdk_nag_acknowledge(dead_letter_queue)
         for output_key, value in (
             ("KeyArn", key.key_arn),

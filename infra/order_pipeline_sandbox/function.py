@@ -166,9 +166,27 @@ def _layers(endpoint: Endpoint, arns: Sequence[str], published: Mapping[str, Lay
     return layers
 
 
-def describe_function(endpoint: Endpoint, deployment: Deployment) -> DeployedFunction:
-    """Read the function named by the stack's ``FunctionName`` output, with its code and layers."""
-    name = deployment.output("FunctionName")
+#: The reconciler's entry point (contract with ``lambdas/order_consumer/reconciler.py``).
+RECONCILER_HANDLER = "order_consumer.reconciler.handler"
+
+
+def find_function_by_handler(endpoint: Endpoint, deployment: Deployment, handler: str) -> str | None:
+    """The physical name of the stack's function with this handler, or None."""
+    cloudformation = endpoint.client("cloudformation")
+    client = endpoint.client("lambda")
+    for page in cloudformation.get_paginator("list_stack_resources").paginate(StackName=deployment.stack_name):
+        for summary in page["StackResourceSummaries"]:
+            if summary.get("ResourceType") != "AWS::Lambda::Function":
+                continue
+            name = str(summary.get("PhysicalResourceId"))
+            if client.get_function_configuration(FunctionName=name).get("Handler") == handler:
+                return name
+    return None
+
+
+def describe_function(endpoint: Endpoint, deployment: Deployment, name: str | None = None) -> DeployedFunction:
+    """Read the function named ``name`` (default: the stack's ``FunctionName`` output), with its code and layers."""
+    name = name or deployment.output("FunctionName")
     response = endpoint.client("lambda").get_function(FunctionName=name)
     config: dict[str, Any] = response["Configuration"]
     published = {} if deployment.layer is None else {deployment.layer.arn: deployment.layer}

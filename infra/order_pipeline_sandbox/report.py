@@ -10,6 +10,7 @@ from rich.table import Table
 
 from order_pipeline_sandbox.checks import REDRIVEN
 from order_pipeline_sandbox.demo import ChaosRun
+from order_pipeline_sandbox.outage import OutageRun, as_rows
 
 
 def _row(table: Table, name: str, value: Any, expectation: str = "", ok: bool | None = None) -> None:
@@ -92,3 +93,17 @@ def render(run: ChaosRun, deployed: dict[str, Any], timings: dict[str, float], c
         )
     else:
         console.print("[bold green]All invariants hold.[/]")
+
+
+def render_outage(run: OutageRun, console: Console) -> None:
+    """Print the SNS outage scenario: every order whose only copy was dropped, notified by the reconciler."""
+    table = Table(title="SNS outage, DLQ dropped, reconciler", title_justify="left", expand=False)
+    for column in ("", "value", "expected", ""):
+        table.add_column(column)
+    for name, value, expectation, ok in as_rows(run):
+        _row(table, name, value, expectation, ok)
+    console.print(table)
+    if run.violations:
+        console.print(Panel("\n".join(run.violations), title="[bold red]reconciliation failed[/]", border_style="red"))
+    else:
+        console.print(f"[bold green]All {run.notified} orders of the outage were notified by the reconciler.[/]")

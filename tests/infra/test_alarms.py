@@ -11,6 +11,7 @@ import pytest
 from aws_cdk.assertions import Template
 
 from idempotent_order_pipeline import OUTCOME_METRICS, AlarmThreshold, IdempotentOrderPipeline
+from idempotent_order_pipeline._lambda_asset.order_events.metric_names import RECONCILER_METRICS
 from idempotent_order_pipeline.monitoring import ALARM_KEYS, DEFAULT_RUNBOOK
 from tests.infra.synth import REPO, Synthesized, SynthesizedApp, logical_id, resources_of_type
 
@@ -420,12 +421,13 @@ def test_readme_cost_line_matches_the_default_template(default_pipeline: Synthes
     metrics = alarm_metric_count(template)
     dashboards = len(resources_of_type(template, "AWS::CloudWatch::Dashboard"))
     # WHEN the monthly cost of the defaults is computed from it
-    total = metrics * ALARM_METRIC_USD + dashboards * DASHBOARD_USD + len(OUTCOME_METRICS) * CUSTOM_METRIC_USD
+    custom = len(OUTCOME_METRICS) + len(RECONCILER_METRICS)  # the reconciler is on by default
+    total = metrics * ALARM_METRIC_USD + dashboards * DASHBOARD_USD + custom * CUSTOM_METRIC_USD
     # THEN the README states the same counts and total
     line = (
         f"{alarms} alarms watching {metrics} metrics ({metrics * ALARM_METRIC_USD:.2f} USD), "
-        f"{dashboards} dashboard ({dashboards * DASHBOARD_USD:.2f} USD) and {len(OUTCOME_METRICS)} custom "
-        f"metrics ({len(OUTCOME_METRICS) * CUSTOM_METRIC_USD:.2f} USD): about {total:.2f} USD per month"
+        f"{dashboards} dashboard ({dashboards * DASHBOARD_USD:.2f} USD) and {custom} custom "
+        f"metrics ({custom * CUSTOM_METRIC_USD:.2f} USD): about {total:.2f} USD per month"
     )
     assert line in readme, line
 

@@ -177,6 +177,6 @@ def test_readme_example_synthesizes(tmp_path: Path) -> None:
     # THEN it synthesized the pipeline, the producer's grant and the subscription
     template = json.loads((tmp_path / "Shop.template.json").read_text())
     types = [resource["Type"] for resource in template["Resources"].values()]
-    assert types.count("AWS::Lambda::Function") == 1
+    assert types.count("AWS::Lambda::Function") == 2  # the consumer and the reconciler
     assert types.count("AWS::SNS::Subscription") == 1
     assert types.count("AWS::DynamoDB::Table") == 2

@@ -164,6 +164,7 @@ IMPORTED_WARNINGS = [
     ("existing-topic-unverified", r"existing_topic is imported.*standard"),
     ("existing-processed-events-table-unverified", r"partition key is 'event_id' \(S\).*TTL enabled on 'ttl'"),
     ("existing-order-records-table-unverified", r"partition key is 'order_id' \(S\) with no sort key"),
+    ("existing-processed-events-table-index", r"must have the global secondary index 'pending-by-age'"),
 ]
 
 

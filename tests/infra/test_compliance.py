@@ -176,11 +176,21 @@ def test_checkov_suppressions_are_metadata_on_the_narrowest_resource(cmk_pipelin
     [
         (
             compliance.PipelineFacts(customer_managed_key=False, function_in_vpc=False, reserved_concurrency=False),
-            ["CKV_AWS_27", "CKV_AWS_119", "CKV_AWS_158", "CKV_AWS_116", "CKV_AWS_117", "CKV_AWS_115", "CKV_AWS_173"],
+            [
+                "CKV_AWS_27",
+                "CKV_AWS_119",
+                "CKV_AWS_158",
+                "CKV_AWS_116",
+                "CKV_AWS_116",  # the reconciler's
+                "CKV_AWS_117",
+                "CKV_AWS_115",
+                "CKV_AWS_115",  # the reconciler's: it has no reserved concurrency of its own
+                "CKV_AWS_173",
+            ],
         ),
         (
             compliance.PipelineFacts(customer_managed_key=True, function_in_vpc=True, reserved_concurrency=True),
-            ["CKV_AWS_116", "CKV_AWS_111", "CKV_AWS_173"],
+            ["CKV_AWS_116", "CKV_AWS_116", "CKV_AWS_115", "CKV_AWS_111", "CKV_AWS_173"],
         ),
     ],
 )

@@ -96,6 +96,7 @@ def test_renaming_the_construct_id_fails_the_gate(renamed: Path, base: dict[str,
         ("AWS::SQS::Queue", "PipelineDeadLetterQueue", "orphan"),
         ("AWS::SNS::Topic", "PipelineTopic", "orphan"),
         ("AWS::Logs::LogGroup", "PipelineFunctionLogGroup", "orphan"),
+        ("AWS::Logs::LogGroup", "PipelineReconciliationLogGroup", "orphan"),
     }
     assert "renamed construct id" in verdict.blocking[0].describe()
 

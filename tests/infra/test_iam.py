@@ -57,8 +57,8 @@ def test_only_xray_uses_a_wildcard_resource(all_configurations: dict[str, Synthe
     wildcard = [statement for statement in statements if "*" in as_list(statement["Resource"])]
     # THEN only X-Ray's (with tracing) and the VPC network interfaces' (with a VPC), which support
     # no resource-level permissions
-    function = resources_of_type(synthesized.template_json, "AWS::Lambda::Function")
-    (function_properties,) = (resource["Properties"] for resource in function.values())
+    function_id = ref(synthesized, synthesized.pipeline.function)
+    function_properties = synthesized.template_json["Resources"][function_id]["Properties"]
     expected = []
     if "VpcConfig" in function_properties:
         expected.append(sorted(VPC_NETWORK_INTERFACE_ACTIONS))
@@ -360,11 +360,14 @@ def test_cross_account_subscribe_grant_adds_a_topic_policy_statement(
 def test_cross_account_grants_add_no_identity_policy(cross_account: tuple[Template, dict[str, Any]]) -> None:
     # GIVEN grants to principals of another account only
     template, grants = cross_account
-    role_id = logical_id(grants["stack"], grants["pipeline"].function.role)
+    pipeline = grants["pipeline"]
+    role_ids = [logical_id(grants["stack"], pipeline.function.role)]
+    if pipeline.reconciliation is not None:
+        role_ids.append(logical_id(grants["stack"], pipeline.reconciliation.function.role))
     # WHEN the identity policies are listed
     policies = template.find_resources("AWS::IAM::Policy")
-    # THEN the only one is the function's own: nothing was written into this account for the grantee
-    assert [policy["Properties"]["Roles"] for policy in policies.values()] == [[{"Ref": role_id}]]
+    # THEN the only ones are the pipeline's own functions': nothing was written into this account for the grantee
+    assert sorted(policy["Properties"]["Roles"][0]["Ref"] for policy in policies.values()) == sorted(role_ids)
 
 
 def test_same_account_grants_add_no_resource_policy(granted: tuple[Template, dict[str, Any]]) -> None:

@@ -143,7 +143,9 @@ def test_installed_wheel_synthesizes_beside_colliding_packages(wheel: Path, tmp_
     # AND the function's asset is the installed Lambda code, handler included
     template = json.loads((outdir / "ShopStack.template.json").read_text())
     functions = [r for r in template["Resources"].values() if r["Type"] == "AWS::Lambda::Function"]
-    assert [f["Properties"]["Handler"] for f in functions] == ["order_consumer.handler.handler"]
+    handlers = [f["Properties"]["Handler"] for f in functions]
+    assert sorted(handlers) == ["order_consumer.handler.handler", "order_consumer.reconciler.handler"]
+    functions = [f for f in functions if f["Properties"]["Handler"] == "order_consumer.handler.handler"]
     asset_hash = functions[0]["Properties"]["Code"]["S3Key"].removesuffix(".zip")
     staged = outdir / f"asset.{asset_hash}"
     assert (staged / "order_consumer" / "handler.py").is_file()

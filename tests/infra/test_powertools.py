@@ -71,10 +71,11 @@ def test_pipelines_of_one_stack_share_the_parameter(fresh_stack: cdk.Stack) -> N
     IdempotentOrderPipeline(fresh_stack, "Returns")
     # WHEN the template is read
     template = Template.from_stack(fresh_stack).to_json()
-    # THEN there is one layer parameter, and both functions use it
+    # THEN there is one layer parameter, and every function uses it
     assert [name for name in template["Parameters"] if name != "BootstrapVersion"] == [LAYER_ARN_PARAMETER_ID]
     functions = [r for r in template["Resources"].values() if r["Type"] == "AWS::Lambda::Function"]
-    assert [f["Properties"]["Layers"] for f in functions] == [[{"Ref": LAYER_ARN_PARAMETER_ID}]] * 2
+    # (each pipeline's consumer and reconciler)
+    assert [f["Properties"]["Layers"] for f in functions] == [[{"Ref": LAYER_ARN_PARAMETER_ID}]] * 4
 
 
 @pytest.mark.parametrize("region", ["eu-west-1"])

@@ -24,6 +24,7 @@ from idempotent_order_pipeline.cli import cli
 from idempotent_order_pipeline.cli.aws import AwsClients
 from order_consumer import handler as handler_module
 from tests.consumer.harness import World
+from tests.reconciler.harness import add_pending_index
 
 STACK = "dev-OrderPipeline"
 MAX_RECEIVE_COUNT = 3
@@ -63,6 +64,8 @@ class OpsWorld(World):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        # The construct's pending index (the CLI's `pending` reads it).
+        add_pending_index(self.dynamodb, self.events_table)
         suffix = ".fifo" if self.fifo else ""
         self.cloudformation = boto3.client("cloudformation")
         dlq_arn = self.queue_arn(self.dlq_url)

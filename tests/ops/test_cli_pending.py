@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import time
 from decimal import Decimal
+from typing import Any
 
 import pytest
 
+from idempotent_order_pipeline._lambda_asset.order_consumer.pending_index import pending_shard
 from idempotent_order_pipeline.keys import derive_event_id
 from idempotent_order_pipeline.producer import OrderPublisher
 from tests.consumer.harness import ArmedFault, client_error, seed
@@ -83,11 +85,12 @@ def test_resend_rebuilds_each_order_and_the_consumer_publishes_it_without_rewrit
 def test_a_record_whose_row_does_not_match_is_not_resent(ops: OpsWorld) -> None:
     # GIVEN a pending record whose order row does not hash to its payload_sha256 (seeded by hand)
     seed(ops, {"order_id": "o-odd", "amount": 5}, status="pending")
+    event_id = derive_event_id({"order_id": "o-odd"})
     ops.dynamodb.update_item(
         TableName="processed-events",
-        Key={"event_id": {"S": derive_event_id({"order_id": "o-odd"})}},
-        UpdateExpression="SET created_at = :t",
-        ExpressionAttributeValues={":t": {"N": str(int(time.time()) - 3600)}},
+        Key={"event_id": {"S": event_id}},
+        UpdateExpression="SET created_at = :t, pending_shard = :shard",  # in the index, as the consumer writes it
+        ExpressionAttributeValues={":t": {"N": str(int(time.time()) - 3600)}, ":shard": {"S": pending_shard(event_id)}},
     )
     # WHEN resending is asked for
     result = ops.run("pending", "--resend")
@@ -110,3 +113,83 @@ def test_a_malformed_duration_is_a_usage_error(ops: OpsWorld) -> None:
     result = ops.run("pending", "--older-than", "soon")
     assert result.exit_code == 2
     assert "not a duration such as 90s, 15m" in result.stderr
+
+
+class RecordingClient:
+    """A DynamoDB client proxy that records the operations asked of it (paginated ones included)."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self.operations: list[tuple[str, dict[str, Any]]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._client, name)
+        if name == "get_paginator":
+
+            def paginator(operation: str) -> Any:
+                real = attribute(operation)
+                outer = self
+
+                class Recorded:
+                    def paginate(self, **request: Any) -> Any:
+                        outer.operations.append((operation, request))
+                        return real.paginate(**request)
+
+                return Recorded()
+
+            return paginator
+        if callable(attribute) and not name.startswith("_") and name not in ("meta", "exceptions"):
+
+            def call(**request: Any) -> Any:
+                self.operations.append((name, request))
+                return attribute(**request)
+
+            return call
+        return attribute
+
+
+def test_pending_queries_every_shard_of_the_index_and_never_scans(ops: OpsWorld) -> None:
+    # GIVEN two old pending records
+    record_pending(ops, {"o-old": 3600, "o-older": 7200})
+    recording = RecordingClient(ops.dynamodb)
+    # WHEN they are listed
+    result = ops.run("pending", "--json", dynamodb=recording)
+    # THEN the CLI queried the pending index once per shard, read the hits consistently, and scanned nothing
+    assert result.exit_code == 0, result.output
+    assert len(result.stdout.splitlines()) == 2
+    names = [name for name, _ in recording.operations]
+    assert "scan" not in names
+    queries = [request for name, request in recording.operations if name == "query"]
+    assert sorted(q["ExpressionAttributeValues"][":shard"]["S"] for q in queries) == sorted(str(i) for i in range(16))
+    assert {q["IndexName"] for q in queries} == {"pending-by-age"}
+    [read] = [request for name, request in recording.operations if name == "batch_get_item"]
+    assert read["RequestItems"]["processed-events"]["ConsistentRead"] is True
+
+
+def test_a_record_the_lagging_index_still_lists_but_is_sent_is_left_out(ops: OpsWorld) -> None:
+    # GIVEN an old pending record, and a sent one that still carries pending_shard (as if the index lagged)
+    record_pending(ops, {"o-old": 3600})
+    OrderPublisher(ops.queue_url, client=ops.sqs).send({"order_id": "o-sent"})
+    ops.consume()
+    sent = derive_event_id({"order_id": "o-sent"})
+    ops.dynamodb.update_item(
+        TableName="processed-events",
+        Key={"event_id": {"S": sent}},
+        UpdateExpression="SET created_at = :t, pending_shard = :shard",
+        ExpressionAttributeValues={":t": {"N": str(int(time.time()) - 3600)}, ":shard": {"S": pending_shard(sent)}},
+    )
+    # WHEN pending records are listed
+    result = ops.run("pending", "--json")
+    # THEN only the one the consistent read confirms as pending is listed
+    assert [json.loads(line)["order_id"] for line in result.stdout.splitlines()] == ["o-old"]
+
+
+def test_the_consumers_sent_mark_takes_a_record_out_of_the_index(ops: OpsWorld) -> None:
+    # GIVEN an order delivered normally (recorded, published, marked sent)
+    OrderPublisher(ops.queue_url, client=ops.sqs).send({"order_id": "o-sent"})
+    ops.consume()
+    # WHEN its record is read / THEN it no longer has the index attribute, so no listing can find it
+    record = ops.event_records()[derive_event_id({"order_id": "o-sent"})]
+    assert record["status"] == "sent"
+    assert "pending_shard" not in record
+    assert ops.run("pending", "--older-than", "0s", "--json").stdout == ""

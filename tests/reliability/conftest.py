@@ -12,7 +12,8 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
             f"reliability: {STATS.examples} generated scenarios, {STATS.steps} consumer steps, "
             f"{STATS.messages} messages, {sum(STATS.faults.values())} faults armed "
             f"{dict(sorted(STATS.faults.items()))}, "
-            f"{STATS.crashes} invocations crashed, {STATS.redriven} messages redriven to the DLQ"
+            f"{STATS.crashes} invocations crashed, {STATS.redriven} messages redriven to the DLQ, "
+            f"{STATS.reconciled} records notified by the reconciler after the DLQ was dropped"
         )
     from tests.reliability.test_kills import RUNS
 

@@ -19,6 +19,7 @@ import pytest
 from boto3.dynamodb.types import TypeDeserializer
 
 from order_pipeline_sandbox.demo import ChaosOptions, Sandbox, SandboxOptions, run_chaos
+from order_pipeline_sandbox.outage import run_sns_outage
 
 pytestmark = pytest.mark.e2e
 
@@ -107,6 +108,17 @@ def test_chaos_run_on_the_deployed_stack_keeps_every_invariant(tmp_path: Path) -
         expected |= {m.message_id: "IDEMPOTENCY_CONFLICT" for m in accepted if m.payload_sha256 != recorded[m.event_id]}
         assert reasons == expected
         assert all(pid is not None for pid in pids)
+
+        # WHEN SNS is down long enough for new orders to reach the DLQ, the DLQ is dropped without a
+        # redrive, SNS comes back and the deployed reconciler runs on a local schedule
+        outage = run_sns_outage(sandbox, orders=8, seed=3, visibility_timeout=2)
+        # THEN every one of those orders is recorded once, sent, and notified by the reconciler
+        assert outage.violations == []
+        assert (outage.dead_lettered, outage.pending_after_drop) == (8, 8)
+        assert (outage.sent, outage.notified, outage.reconciled_metric) == (8, 8, 8)
+        rows_after = _scan(endpoint, outputs["OrderRecordsTableName"])
+        assert len(rows_after) == len(rows) + 8
+        assert Counter(row["event_id"] for row in rows_after).most_common(1)[0][1] == 1
 
     # AND leaving the sandbox stopped every process it started
     assert [pid for pid in pids if pid is not None and _alive(pid)] == []

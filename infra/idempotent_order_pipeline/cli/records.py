@@ -1,4 +1,4 @@
-"""The two tables, read for operators: one event's story, and the records stuck in ``pending``.
+"""The two tables, read for operators: one event's story, and the records stuck in ``pending`` (via the index).
 
 ``processed_events`` (key ``event_id``) holds the state record: ``status`` ``pending`` (recorded,
 notification not confirmed) or ``sent`` (SNS accepted it), ``order_id``, ``payload_sha256``,
@@ -12,6 +12,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from idempotent_order_pipeline._lambda_asset.order_consumer.pending_index import (
+    PENDING_INDEX_NAME,
+    PENDING_SHARD_ATTRIBUTE,
+    PENDING_SINCE_ATTRIBUTE,
+    every_shard,
+)
 from idempotent_order_pipeline._lambda_asset.order_events.message import PAYLOAD_SHA256_FIELD
 from idempotent_order_pipeline.cli.errors import CannotResendError
 from idempotent_order_pipeline.cli.render import item, timestamp
@@ -25,8 +31,10 @@ STATUS_SENT = "sent"
 #: Default age of ``pending --older-than``: well past a delivery in flight (visibility timeout).
 DEFAULT_PENDING_AGE = "15m"
 
-# A record still waiting for its notification, created before the cutoff.
-PENDING_BEFORE_CUTOFF = "#status = :pending AND created_at < :cutoff"
+# An index entry (only pending records have one) of this shard, created before the cutoff.
+PENDING_IN_SHARD_BEFORE_CUTOFF = "#shard = :shard AND #since < :cutoff"
+#: BatchGetItem's limit per call.
+MAX_BATCH_GET_KEYS = 100
 
 
 def get(dynamodb: DynamoDBClient, table: str, key_name: str, key: str) -> dict[str, Any] | None:
@@ -140,32 +148,45 @@ def find_pending(
 ) -> list[PendingRecord]:
     """Records in ``pending`` created more than ``older_than_seconds`` before ``now``, oldest first.
 
-    A full, consistent scan of the table: an operator's query, not a hot path.
+    Reads the sparse index ``pending-by-age`` (only pending records are in it; one query per shard,
+    no scan), then each listed record with a consistent read, since a GSI lags the table: a record
+    marked ``sent`` meanwhile is left out.
     """
-    records: list[PendingRecord] = []
-    pages = dynamodb.get_paginator("scan").paginate(
-        TableName=table,
-        FilterExpression=PENDING_BEFORE_CUTOFF,
-        ExpressionAttributeNames={"#status": "status"},
-        ExpressionAttributeValues={
-            ":pending": {"S": STATUS_PENDING},
-            ":cutoff": {"N": str(int(now - older_than_seconds))},
-        },
-        ConsistentRead=True,
-    )
-    for page in pages:
-        for raw in page.get("Items", []):
-            record = item(raw) or {}
-            records.append(
-                PendingRecord(
-                    event_id=str(record["event_id"]),
-                    order_id=str(record.get("order_id", "")),
-                    created_at=int(record.get("created_at", 0)),
-                    payload_sha256=str(record.get(PAYLOAD_SHA256_FIELD, "")),
-                )
-            )
+    candidates: list[str] = []
+    for shard in every_shard():
+        pages = dynamodb.get_paginator("query").paginate(
+            TableName=table,
+            IndexName=PENDING_INDEX_NAME,
+            KeyConditionExpression=PENDING_IN_SHARD_BEFORE_CUTOFF,
+            ExpressionAttributeNames={"#shard": PENDING_SHARD_ATTRIBUTE, "#since": PENDING_SINCE_ATTRIBUTE},
+            ExpressionAttributeValues={":shard": {"S": shard}, ":cutoff": {"N": str(int(now - older_than_seconds))}},
+        )
+        candidates.extend(raw["event_id"]["S"] for page in pages for raw in page.get("Items", []))
+    records = [
+        PendingRecord(
+            event_id=str(record["event_id"]),
+            order_id=str(record.get("order_id", "")),
+            created_at=int(record.get("created_at", 0)),
+            payload_sha256=str(record.get(PAYLOAD_SHA256_FIELD, "")),
+        )
+        for record in _read_consistently(dynamodb, table, candidates)
+        if record.get("status") == STATUS_PENDING
+    ]
     records.sort(key=lambda record: (record.created_at, record.event_id))
     return records if limit is None else records[:limit]
+
+
+def _read_consistently(dynamodb: DynamoDBClient, table: str, event_ids: list[str]) -> list[dict[str, Any]]:
+    """The state records of ``event_ids`` (consistent BatchGetItem, unprocessed keys retried), as plain values."""
+    found: list[dict[str, Any]] = []
+    for start in range(0, len(event_ids), MAX_BATCH_GET_KEYS):
+        keys: list[Any] = [{"event_id": {"S": event_id}} for event_id in event_ids[start : start + MAX_BATCH_GET_KEYS]]
+        while keys:
+            response = dynamodb.batch_get_item(RequestItems={table: {"Keys": keys, "ConsistentRead": True}})
+            found.extend(item(raw) or {} for raw in response.get("Responses", {}).get(table, []))
+            unprocessed: Any = response.get("UnprocessedKeys", {}).get(table) or {}
+            keys = list(unprocessed.get("Keys", []))
+    return found
 
 
 def order_from_row(record: PendingRecord, row: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -6,7 +6,9 @@ it with the record and the ``sent`` mark removes it, so the global secondary ind
 :data:`PENDING_SINCE_ATTRIBUTE`, keys only) holds exactly the records still waiting for their
 notification. The shard spreads the index over :data:`PENDING_SHARDS` partitions, so a burst of
 pending records (an SNS outage) has no hot partition; the reconciler queries every shard for
-records older than its threshold.
+records older than its threshold (:mod:`order_consumer.pending_records`).
+
+Standard library only: the construct and the CLI import this module from the distribution too.
 """
 
 from __future__ import annotations
@@ -21,6 +23,11 @@ PENDING_SHARD_ATTRIBUTE = "pending_shard"
 PENDING_SINCE_ATTRIBUTE = "created_at"
 #: Partitions of the index.
 PENDING_SHARDS = 16
+
+
+def every_shard() -> tuple[str, ...]:
+    """Every partition of the index, ``"0"`` to ``"15"``."""
+    return tuple(str(shard) for shard in range(PENDING_SHARDS))
 
 
 def pending_shard(event_id: str) -> str:

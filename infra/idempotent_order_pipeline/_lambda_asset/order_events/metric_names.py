@@ -22,3 +22,10 @@ OUTCOME_METRICS = (
     INVALID_MESSAGES,
     TRANSIENT_FAILURES,
 )
+
+# The reconciler's metrics (same namespace and ``service`` dimension), emitted on every run.
+#: Pending records the reconciler published and marked sent (unit Count).
+PENDING_RECONCILED = "PendingReconciled"
+#: Age of the oldest record pending for longer than the threshold when the run ended, 0 if none (unit Seconds).
+OLDEST_PENDING_AGE_SECONDS = "OldestPendingAgeSeconds"
+RECONCILER_METRICS = (PENDING_RECONCILED, OLDEST_PENDING_AGE_SECONDS)

@@ -1,0 +1,326 @@
+"""The reconciler: a second function from the consumer's asset that notifies records left ``pending``.
+
+A record stays ``pending`` when its order was written but SNS never accepted its notification and
+no copy of the message is left (dropped from the DLQ, or expired there). Every ``reconcile_every``
+an EventBridge rule runs ``order_consumer.reconciler.handler``, which queries the sparse index
+``pending-by-age`` for records pending longer than ``reconcile_after``, publishes them with the
+consumer's notifier and marks them ``sent`` (see ``order_consumer/reconciliation.py``).
+
+What this module adds to the construct:
+
+- :func:`add_pending_index`: the GSI on ``processed_events`` (partition ``pending_shard`` S, sort
+  ``created_at`` N, keys only). Always created: the CLI's ``pending`` listing reads it too.
+- :class:`Reconciliation`: the function, its log group and least-privilege role, the schedule
+  rule, the ``pending_too_old`` alarm and a dashboard row. Only with ``reconcile_every`` set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from aws_cdk import (
+    Acknowledgment,
+    Duration,
+    RemovalPolicy,
+    Stack,
+    Token,
+    Validations,
+    aws_cloudwatch,
+    aws_dynamodb,
+    aws_ec2,
+    aws_events,
+    aws_events_targets,
+    aws_iam,
+    aws_kms,
+    aws_lambda,
+    aws_logs,
+    aws_sns,
+)
+from constructs import Construct
+
+from idempotent_order_pipeline import asset, monitoring
+from idempotent_order_pipeline._lambda_asset.order_consumer.pending_index import (
+    PENDING_INDEX_NAME,
+    PENDING_SHARD_ATTRIBUTE,
+    PENDING_SINCE_ATTRIBUTE,
+)
+from idempotent_order_pipeline._lambda_asset.order_events.metric_names import (
+    OLDEST_PENDING_AGE_SECONDS,
+    PENDING_RECONCILED,
+)
+from idempotent_order_pipeline.permissions import VPC_NETWORK_INTERFACE_ACTIONS
+
+#: The reconciler's entry point (contract with ``lambdas/order_consumer/reconciler.py``).
+RECONCILER_HANDLER = "order_consumer.reconciler.handler"
+#: The variable the reconciler reads on top of the consumer's.
+RECONCILE_AFTER_VARIABLE = "RECONCILE_AFTER_SECONDS"
+#: Default of the ``reconcile_every`` prop (``reconcile_after``'s is in ``props.derived_reconcile_after``).
+DEFAULT_RECONCILE_EVERY = Duration.minutes(5)
+#: A run stops starting work 15 s before this (``reconciliation.DEFAULT_MIN_REMAINING_MS``).
+RECONCILER_TIMEOUT = Duration.minutes(2)
+RECONCILER_MEMORY_MB = 512
+#: Runs of margin the ``pending_too_old`` alarm allows past ``reconcile_after``.
+ALARM_RUNS_OF_MARGIN = 2
+# Explicit key operations: reads (Decrypt), the sent mark (Encrypt/GenerateDataKey on DynamoDB),
+# publishing (GenerateDataKey/Decrypt on SNS).
+KMS_ACTIONS = ("kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey")
+
+
+def add_pending_index(table: aws_dynamodb.Table) -> None:
+    """The sparse, sharded, keys-only index of pending records (contract with ``pending_index.py``)."""
+    table.add_global_secondary_index(
+        index_name=PENDING_INDEX_NAME,
+        partition_key=aws_dynamodb.Attribute(name=PENDING_SHARD_ATTRIBUTE, type=aws_dynamodb.AttributeType.STRING),
+        sort_key=aws_dynamodb.Attribute(name=PENDING_SINCE_ATTRIBUTE, type=aws_dynamodb.AttributeType.NUMBER),
+        projection_type=aws_dynamodb.ProjectionType.KEYS_ONLY,
+    )
+
+
+def _seconds_text(duration: Duration) -> str:
+    seconds = duration.to_seconds()
+    return Token.as_string(seconds) if duration.is_unresolved() else str(int(seconds))
+
+
+def pending_index_arn(table: aws_dynamodb.ITable) -> str:
+    return f"{table.table_arn}/index/{PENDING_INDEX_NAME}"
+
+
+def alarm_threshold_seconds(reconcile_after: Duration, reconcile_every: Duration) -> float:
+    """``reconcile_after`` plus two runs: a record older than that was missed by at least one run."""
+    return reconcile_after.to_seconds() + ALARM_RUNS_OF_MARGIN * reconcile_every.to_seconds()
+
+
+class Reconciliation(Construct):
+    """The scheduled reconciler of one pipeline (created by ``IdempotentOrderPipeline``).
+
+    :param environment: the consumer's environment variables; ``RECONCILE_AFTER_SECONDS`` is added.
+    :param reconcile_every: the schedule (a whole number of minutes, validated by the pipeline).
+    :param reconcile_after: how long a record must have been pending before the reconciler sends it.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        processed_events_table: aws_dynamodb.ITable,
+        order_records_table: aws_dynamodb.ITable,
+        topic: aws_sns.ITopic,
+        environment: Mapping[str, str],
+        reconcile_every: Duration,
+        reconcile_after: Duration,
+        powertools_layer: aws_lambda.ILayerVersion,
+        encryption_key: aws_kms.IKey | None,
+        log_retention: aws_logs.RetentionDays,
+        removal_policy: RemovalPolicy,
+        metrics_namespace: str,
+        service_name: str,
+        alarm_factory: monitoring.AlarmFactory,
+        tracing: bool = False,
+        vpc: aws_ec2.IVpc | None = None,
+        vpc_subnets: aws_ec2.SubnetSelection | None = None,
+        security_groups: Sequence[aws_ec2.ISecurityGroup] | None = None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self._namespace = metrics_namespace
+        self._service_name = service_name
+        self._every = reconcile_every
+        self.alarm_threshold_seconds = alarm_threshold_seconds(reconcile_after, reconcile_every)
+        """The ``pending_too_old`` threshold: ``reconcile_after`` plus two runs, in seconds."""
+        log_group = aws_logs.LogGroup(
+            self,
+            "LogGroup",
+            retention=log_retention,
+            removal_policy=removal_policy,
+            encryption_key=encryption_key,  # the pipeline's key policy already lets CloudWatch Logs use it
+        )
+        role = aws_iam.Role(
+            self,
+            "Role",
+            assumed_by=aws_iam.ServicePrincipal("lambda.amazonaws.com"),
+            description="Reconciler of the idempotent order pipeline (least privilege, no managed policies).",
+        )
+        for statement in self._statements(
+            log_group, processed_events_table, order_records_table, topic, encryption_key
+        ):
+            role.add_to_principal_policy(statement)
+        if vpc is not None:
+            role.add_to_principal_policy(
+                aws_iam.PolicyStatement(
+                    sid="ManageVpcNetworkInterfaces", actions=list(VPC_NETWORK_INTERFACE_ACTIONS), resources=["*"]
+                )
+            )
+        if tracing:
+            role.add_to_principal_policy(
+                aws_iam.PolicyStatement(
+                    sid="WriteTraces", actions=["xray:PutTraceSegments", "xray:PutTelemetryRecords"], resources=["*"]
+                )
+            )
+        self.function = aws_lambda.Function(
+            self,
+            "Function",
+            description="Notifies orders whose record stayed pending (no copy of the message left to redeliver).",
+            runtime=aws_lambda.Runtime.PYTHON_3_14,
+            architecture=aws_lambda.Architecture.ARM_64,
+            handler=RECONCILER_HANDLER,
+            code=asset.lambda_code(),
+            layers=[powertools_layer],
+            memory_size=RECONCILER_MEMORY_MB,
+            timeout=RECONCILER_TIMEOUT,
+            tracing=aws_lambda.Tracing.ACTIVE if tracing else None,
+            vpc=vpc,
+            vpc_subnets=vpc_subnets,
+            security_groups=list(security_groups) if security_groups is not None else None,
+            log_group=log_group,
+            role=role,
+            # The next scheduled run is the retry: what is still pending is still in the index.
+            retry_attempts=0,
+            environment={**environment, RECONCILE_AFTER_VARIABLE: _seconds_text(reconcile_after)},
+        )
+        """The reconciler function."""
+        self.schedule = aws_events.Rule(
+            self,
+            "Schedule",
+            description="Runs the order pipeline's reconciler.",
+            schedule=aws_events.Schedule.rate(reconcile_every),
+            targets=[aws_events_targets.LambdaFunction(self.function, retry_attempts=0)],
+        )
+        """The EventBridge rule that runs it every ``reconcile_every``."""
+        self.pending_too_old: aws_cloudwatch.Alarm | None = alarm_factory.add_alarm(
+            "pending_too_old",
+            "PendingTooOldAlarm",
+            self.metric_oldest_pending_age(),
+            description=(
+                "A record has been pending (recorded, never notified) for longer than reconcile_after plus two "
+                "reconciler runs: SNS keeps refusing it, the reconciler is failing, or its order row is inconsistent."
+            ),
+            threshold=self.alarm_threshold_seconds,
+            comparison=aws_cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+        )
+        """Fires when the oldest pending record outlived ``reconcile_after`` plus two runs (None if turned off)."""
+        self._acknowledge_findings(role, tracing=tracing)
+
+    # ---- permissions ------------------------------------------------------------------------------
+
+    def _statements(
+        self,
+        log_group: aws_logs.ILogGroup,
+        processed_events: aws_dynamodb.ITable,
+        order_records: aws_dynamodb.ITable,
+        topic: aws_sns.ITopic,
+        encryption_key: aws_kms.IKey | None,
+    ) -> list[aws_iam.PolicyStatement]:
+        """Exactly the reconciler's calls: find, confirm, publish, mark; nothing writes an order row."""
+        statements = [
+            aws_iam.PolicyStatement(
+                sid="WriteOwnLogs",
+                actions=["logs:CreateLogStream", "logs:PutLogEvents"],
+                resources=[log_group.log_group_arn],
+            ),
+            aws_iam.PolicyStatement(
+                sid="FindPendingRecords",
+                actions=["dynamodb:Query"],
+                resources=[pending_index_arn(processed_events)],
+            ),
+            aws_iam.PolicyStatement(
+                sid="ConfirmRecordsAndOrderRows",
+                actions=["dynamodb:BatchGetItem"],
+                resources=[processed_events.table_arn, order_records.table_arn],
+            ),
+            aws_iam.PolicyStatement(
+                sid="MarkEventsSent",
+                actions=["dynamodb:UpdateItem"],
+                resources=[processed_events.table_arn],
+            ),
+            aws_iam.PolicyStatement(sid="PublishNotifications", actions=["sns:Publish"], resources=[topic.topic_arn]),
+        ]
+        if encryption_key is not None:
+            stack = Stack.of(self)
+            services = [f"{service}.{stack.region}.{stack.url_suffix}" for service in ("dynamodb", "sns")]
+            statements.append(
+                aws_iam.PolicyStatement(
+                    sid="UseTheCustomerManagedKeyThroughDynamoDBAndSNS",
+                    actions=list(KMS_ACTIONS),
+                    resources=[encryption_key.key_arn],
+                    conditions={"StringEquals": {"kms:ViaService": services}},
+                )
+            )
+        return statements
+
+    def _acknowledge_findings(self, role: aws_iam.Role, *, tracing: bool) -> None:
+        """cdk-nag findings the design answers (the same rules, with these reasons, are in the README)."""
+        Validations.of(role.node.find_child("DefaultPolicy")).acknowledge(
+            Acknowledgment(
+                id="AwsSolutions::AwsSolutions-IAM5[Resource::*]",
+                reason="X-Ray PutTraceSegments and PutTelemetryRecords (with tracing) and the VPC network interface "
+                "actions (in a VPC) support no resource-level permissions; every other statement names its exact "
+                "resource.",
+            )
+        )
+        if not tracing:
+            Validations.of(self.function).acknowledge(
+                Acknowledgment(
+                    id="Serverless::Serverless-LambdaTracing",
+                    reason="The reconciler does not instrument its DynamoDB and SNS calls, so active tracing would "
+                    "show only the invocation segment; tracing is opt-in (tracing=True), as for the consumer.",
+                )
+            )
+        nothing_to_keep = (
+            "A failed scheduled run has nothing to keep: the next run finds every record still pending in the "
+            "index, so retries are off and a DLQ or failure destination would only collect empty schedule events."
+        )
+        Validations.of(self.function).acknowledge(
+            Acknowledgment(id="Serverless::Serverless-LambdaDLQ", reason=nothing_to_keep)
+        )
+        Validations.of(self.function.node.find_child("EventInvokeConfig")).acknowledge(
+            Acknowledgment(id="Serverless::Serverless-LambdaAsyncFailureDestination", reason=nothing_to_keep)
+        )
+        Validations.of(self.schedule).acknowledge(
+            Acknowledgment(id="Serverless::Serverless-EventBusDLQ", reason=nothing_to_keep)
+        )
+
+    # ---- metrics and dashboard --------------------------------------------------------------------
+
+    def _metric(self, name: str, *, statistic: str, unit: aws_cloudwatch.Unit) -> aws_cloudwatch.Metric:
+        return aws_cloudwatch.Metric(
+            namespace=self._namespace,
+            metric_name=name,
+            dimensions_map={"service": self._service_name},
+            period=self._every,
+            statistic=statistic,
+            unit=unit,
+        )
+
+    def metric_pending_reconciled(self) -> aws_cloudwatch.Metric:
+        """Records the reconciler published and marked sent, per ``reconcile_every``."""
+        return self._metric(PENDING_RECONCILED, statistic="Sum", unit=aws_cloudwatch.Unit.COUNT)
+
+    def metric_oldest_pending_age(self) -> aws_cloudwatch.Metric:
+        """Age of the oldest record still pending past ``reconcile_after`` when a run ended (0 when none)."""
+        return self._metric(OLDEST_PENDING_AGE_SECONDS, statistic="Maximum", unit=aws_cloudwatch.Unit.SECONDS)
+
+    def add_to_dashboard(self, dashboard: aws_cloudwatch.Dashboard) -> None:
+        """One row: reconciled records, the oldest pending age against the alarm, the runs' errors."""
+        dashboard.add_widgets(
+            aws_cloudwatch.GraphWidget(
+                title="Reconciler: records notified",
+                left=[self.metric_pending_reconciled()],
+                width=8,
+            ),
+            aws_cloudwatch.GraphWidget(
+                title="Reconciler: oldest pending record (seconds)",
+                left=[self.metric_oldest_pending_age()],
+                left_annotations=[
+                    aws_cloudwatch.HorizontalAnnotation(value=self.alarm_threshold_seconds, label="pending_too_old")
+                ],
+                width=8,
+            ),
+            aws_cloudwatch.GraphWidget(
+                title="Reconciler: runs and errors",
+                left=[
+                    self.function.metric_invocations(period=self._every, statistic="Sum"),
+                    self.function.metric_errors(period=self._every, statistic="Sum"),
+                ],
+                width=8,
+            ),
+        )
