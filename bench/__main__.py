@@ -51,7 +51,7 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
         "--capped-latency-ms",
         type=float,
         action="append",
-        help=f"capped run: a latency per call (ms), repeatable (default {capped.LATENCIES_MS}; the first is the contract's)",
+        help=f"capped run: a latency per call (ms), repeatable (default {capped.LATENCIES_MS}; the first counts)",
     )
     parser.add_argument("--no-caps", action="store_true", help="do not try cgroups (the run is labelled uncapped)")
     parser.add_argument("--out", type=Path, help="results JSON (default: bench/results.json, none with --quick)")
@@ -150,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     components = summary.components_per_record(shares, cpu_per_record)
     checks = summary.targets(results, by_latency[contract_latency], memory_mb)
     _, recommendation = summary.recommend_memory(by_latency[contract_latency], memory_mb)
+    calls_check = summary.calls_agreement(results, by_latency[contract_latency])
     info = report.RunInfo(
         command="make bench-quick" if args.quick else "make bench",
         date=dt.date.today().isoformat(),
@@ -176,6 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         rounds=rounds,
         latency_ms_list=latencies,
         recommendation=recommendation,
+        calls_check=calls_check,
     )
     report.print_report(info, results, checks, by_latency, components, console)
     if out is not None:

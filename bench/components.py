@@ -41,7 +41,7 @@ COMPONENTS: tuple[tuple[str, str], ...] = (
 )
 #: Generic standard-library code whose time belongs to whoever called it.
 NEUTRAL = re.compile(
-    r"/(re|copy|functools|typing|abc|enum|base64|datetime|uuid|hashlib|contextlib|weakref|_weakrefset|"
+    r"/re/[^/]+\.py$|/(copy|functools|typing|abc|enum|base64|datetime|uuid|hashlib|contextlib|weakref|_weakrefset|"
     r"collections/__init__|calendar|string|random|struct|codecs|encodings/[^/]+|os|posixpath|genericpath|"
     r"urllib/parse|locale|types|dataclasses|operator|inspect|keyword|textwrap)\.py$|^<frozen |^<string>$"
 )

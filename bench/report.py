@@ -46,6 +46,7 @@ class RunInfo:
     rounds: int = 0
     latency_ms_list: tuple[float, ...] = ()
     recommendation: str = ""
+    calls_check: str = ""
 
 
 def _number(value: float) -> float | int:
@@ -116,6 +117,7 @@ def details_json(
             "capped": info.capped,
             "caps": info.cap_note,
             "memory_recommendation": info.recommendation,
+            "calls_moto_vs_http_stand_in": info.calls_check,
             "command": info.command,
             "date": info.date,
             "latency_ms_per_call": info.latency_ms,
@@ -259,7 +261,7 @@ def notes(info: RunInfo, results: Mapping[str, Figures]) -> list[str]:
         "started ms, plus requests) and the DynamoDB, SNS and SQS units each consumer used on moto in the same run.",
         f"moto in-process (the last table): correctness (rows, duplicates), calls and request units, the "
         f"consumers interleaved on the same orders, {info.batches} batches at {info.latency_ms:g} ms/call and "
-        f"{info.zero_latency_batches} at 0 ms, every message delivered twice; {info.stand_in}.",
+        f"{info.zero_latency_batches} at 0 ms, every message delivered twice; {info.stand_in}. {info.calls_check}",
         "Logs written per message (JSON log lines, EMF metrics): "
         + (
             ", ".join(

@@ -451,3 +451,24 @@ def recommend_memory(
     if default_memory_mb in ms:
         text += f"; at the default: {ms[default_memory_mb]:.0f} ms and ${usd[default_memory_mb]:.3f} per million orders"
     return chosen, text + "."
+
+
+def calls_agreement(results: dict[str, Figures], by_memory: dict[int, MemoryFigures]) -> str:
+    """Whether the HTTP stand-in saw the calls per batch of 10 new orders that moto counted, in words."""
+    seen: dict[str, list[float]] = {}
+    for figures in by_memory.values():
+        for name, fig in figures.consumers.items():
+            seen.setdefault(name, []).append(fig.calls_per_batch)
+    differ = {
+        name: (results[name].calls_per_batch_first, sorted(set(values)))
+        for name, values in seen.items()
+        if name in results and any(v != results[name].calls_per_batch_first for v in values)
+    }
+    if not differ:
+        return (
+            "The HTTP stand-in saw the calls per batch of 10 new orders that moto counted, for every consumer "
+            f"({', '.join(f'{n} {results[n].calls_per_batch_first:g}' for n in seen if n in results)})."
+        )
+    return "Calls per batch DIFFER between moto and the HTTP stand-in: " + "; ".join(
+        f"{name} moto {moto:g}, HTTP {http}" for name, (moto, http) in differ.items()
+    )
