@@ -356,8 +356,8 @@ def markdown(
             "seed article's algorithm (TransactWriteItems / GetItem / Publish / UpdateItem, one record after the "
             "other), `powertools` is Powertools' `BatchProcessor` + `@idempotent_function` around a conditional "
             "put and a publish, `ours` is the product's handler `order_consumer.handler`, unchanged (`naive`, put "
-            "+ publish without idempotency, is in the detail file). The method, and why the in-process figures "
-            "alone misled, is in [docs/benchmark.md](docs/benchmark.md). Reproduce with:"
+            "+ publish without idempotency, is a floor: in the moto table and the detail file). The method, and "
+            "why in-process figures alone misled, is in [docs/benchmark.md](docs/benchmark.md). Reproduce with:"
         ),
         "",
         "```bash",

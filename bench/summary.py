@@ -450,6 +450,20 @@ def recommend_memory(
     )
     if default_memory_mb in ms:
         text += f"; at the default: {ms[default_memory_mb]:.0f} ms and ${usd[default_memory_mb]:.3f} per million orders"
+    cpu_batch = by_memory[sizes[-1]].consumers[name].cpu_ms_per_record * BATCH_SIZE
+    if 512 in ms and 1769 in ms:
+        text += (
+            f". Why: the batch is CPU-bound (about {cpu_batch:.0f} ms of CPU per batch of 10, most of it botocore's), "
+            f"so the CPU share decides its time: {ms[512]:.0f} ms at 512 MB (0.29 vCPU), {ms[1769]:.0f} ms at "
+            f"1,769 MB (one vCPU), {ms[512] / ms[1769]:.1f}x faster for "
+            f"{usd[1769] - usd[512]:+.3f} USD per million orders (the duration billed shrinks about as fast as "
+            f"the price per millisecond grows)"
+        )
+        if 3008 in ms:
+            text += (
+                f"; at 3,008 MB it is {ms[3008]:.0f} ms, {usd[3008] - usd[1769]:+.3f} USD per million orders against "
+                "1,769 MB (a second vCPU does little for one Python process)"
+            )
     return chosen, text + "."
 
 
