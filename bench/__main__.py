@@ -28,7 +28,7 @@ from bench import capped, chart, coldstart, report, summary
 from bench.orders import OrderSource
 from bench.run import CONSUMERS, REPO_ROOT, StandIn, construct_memory_mb, measure, stand_in_note, warm_up
 
-FULL = {"batches": 30, "zero_latency_batches": 10, "import_samples": 15, "rounds": 12, "profile_batches": 5}
+FULL = {"batches": 30, "zero_latency_batches": 10, "import_samples": 15, "rounds": 15, "profile_batches": 5}
 QUICK = {"batches": 3, "zero_latency_batches": 1, "import_samples": 2, "rounds": 2, "profile_batches": 2}
 
 

@@ -2,7 +2,9 @@
 
 Set-up (:class:`CappedRun`):
 
-* the HTTP stand-in (:mod:`bench.http_standin`) in its own process, pinned to the other cores;
+* the HTTP stand-in (:mod:`bench.http_standin`) in its own process, pinned to the other cores, in
+  its own uncapped cgroup with the top scheduling weight (so that it answers on time on a busy
+  machine);
 * one worker process per consumer (:mod:`bench.worker`), all pinned to the last core, each in its
   own cgroup (:mod:`bench.cgroups`) whose CPU quota is set to the share of the memory size being
   measured before each of its batches; without cgroups the workers run uncapped, labelled so.
@@ -268,6 +270,9 @@ class CappedRun:
         self.server = StandInServer(LATENCIES_MS[0], self.standin_cpus)
         self.workers: dict[str, _Worker] = {}
         try:
+            if self.caps is not None:  # uncapped, but first in line for its cores: answers on time
+                self.caps.create("standin")
+                self.caps.add("standin", self.server.process.pid)
             for name in self.consumers:
                 if self.caps is not None:
                     self.caps.create(name)
@@ -287,7 +292,7 @@ class CappedRun:
         self.server.close()
 
     def _apply(self, memory_mb: int) -> None:
-        if self.caps is not None:
+        if self.caps is not None:  # the workers only: the stand-in stays uncapped
             for name in self.consumers:
                 self.caps.set_quota(name, Quota.for_memory(memory_mb))
 

@@ -13,7 +13,11 @@ above one core (3,008 MB: 1.7 vCPU) is one core: the process is pinned to one, a
 Python process barely uses a second one.
 
 :class:`CgroupCaps` creates one cgroup per process under the root of the hierarchy, named after the
-benchmark's pid, and removes them in :meth:`CgroupCaps.close`. When no writable hierarchy exists
+benchmark's pid, and removes them in :meth:`CgroupCaps.close`. Each cgroup also gets the highest
+scheduling weight (``cpu.shares`` on v1, ``cpu.weight`` on v2): on a machine shared with other work,
+"29 % of one core" means something only if the process gets the core whenever it is runnable and
+has quota left; the quota still bounds what it takes, so the weight only changes who waits for
+whom within that bound. When no writable hierarchy exists
 (no root, a read-only mount, no ``cpu`` controller), :func:`open_caps` says why and returns ``None``:
 the run goes on uncapped and is labelled ``capped: false``.
 """
@@ -31,6 +35,9 @@ FULL_VCPU_MB = 1769
 PERIOD_US = 10_000
 #: The kernel's smallest CFS quota.
 MIN_QUOTA_US = 1_000
+#: The highest scheduling weights: cgroup v1 ``cpu.shares``, v2 ``cpu.weight``.
+TOP_SHARES_V1 = 262_144
+TOP_WEIGHT_V2 = 10_000
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 
 
@@ -102,7 +109,11 @@ class CgroupCaps:
 
     @property
     def description(self) -> str:
-        files = "cpu.max" if self.hierarchy.version == 2 else "cpu.cfs_period_us + cpu.cfs_quota_us"
+        files = (
+            "cpu.max, cpu.weight 10000"
+            if self.hierarchy.version == 2
+            else "cpu.cfs_period_us + cpu.cfs_quota_us, cpu.shares 262144"
+        )
         return f"cgroup v{self.hierarchy.version} ({files}) under {self.hierarchy.path}"
 
     def create(self, name: str) -> Path:
@@ -110,6 +121,10 @@ class CgroupCaps:
         path = self.hierarchy.path / f"order-bench-{os.getpid()}-{name}"
         path.mkdir()
         self._groups[name] = path
+        if self.hierarchy.version == 2:
+            (path / "cpu.weight").write_text(str(TOP_WEIGHT_V2))
+        else:
+            (path / "cpu.shares").write_text(str(TOP_SHARES_V1))
         return path
 
     def add(self, name: str, pid: int) -> None:

@@ -76,6 +76,8 @@ def test_v1_quota_is_written_period_first_and_read_back(tmp_path: Path) -> None:
     assert (group / "cpu.cfs_period_us").read_text() == "20000"
     assert (group / "cpu.cfs_quota_us").read_text() == "1447"
     assert caps.quota("ours") == Quota(1447, 20_000)
+    # THEN the cgroup is first in line for its core within that quota
+    assert (group / "cpu.shares").read_text() == "262144"
 
 
 def test_v2_quota_is_one_cpu_max_line(tmp_path: Path) -> None:
@@ -83,12 +85,15 @@ def test_v2_quota_is_one_cpu_max_line(tmp_path: Path) -> None:
     group = caps.create("seed")
     caps.set_quota("seed", Quota.for_memory(512))
     assert (group / "cpu.max").read_text() == "2894 10000"
+    assert (group / "cpu.weight").read_text() == "10000"
     assert caps.quota("seed") == Quota(2894, 10_000)
 
 
 def test_close_removes_every_cgroup_it_made(tmp_path: Path) -> None:
     caps = CgroupCaps(Hierarchy(tmp_path, 2))
     groups = [caps.create(name) for name in ("seed", "ours")]
+    for group in groups:  # the kernel's interface files are virtual and never block rmdir; these are real
+        (group / "cpu.weight").unlink()
     caps.close()
     assert not any(group.exists() for group in groups)
 
