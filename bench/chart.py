@@ -34,7 +34,7 @@ def draw(
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib.ticker import FixedLocator, NullFormatter, NullLocator, ScalarFormatter
+    from matplotlib.ticker import FixedLocator, LogLocator, NullFormatter, NullLocator, ScalarFormatter
 
     figure, (latency_axes, cost_axes) = plt.subplots(1, 2, figsize=(12, 4.8), dpi=100)
     for axes, values, label in (
@@ -62,13 +62,15 @@ def draw(
             f"default {default_memory_mb} MB",
             xy=(default_memory_mb, 1.0),
             xycoords=("data", "axes fraction"),
-            xytext=(4, -12),
+            xytext=(-4, -12),
             textcoords="offset points",
+            ha="right",
             fontsize=8,
             color="#555555",
         )
         axes.grid(True, which="major", alpha=0.3)
     latency_axes.set_yscale("log")
+    latency_axes.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
     latency_axes.yaxis.set_major_formatter(ScalarFormatter())
     latency_axes.yaxis.set_minor_formatter(NullFormatter())
     cost_axes.set_ylim(bottom=0)
