@@ -241,7 +241,6 @@ def worker_environment(name: str, endpoint: str) -> dict[str, str]:
         "AWS_SESSION_TOKEN": "bench",
         "AWS_EC2_METADATA_DISABLED": "true",
         "AWS_LAMBDA_FUNCTION_NAME": "order-consumer",
-        "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "512",
         "POWERTOOLS_SERVICE_NAME": "order-consumer",
         "POWERTOOLS_METRICS_NAMESPACE": "OrderPipelineBench",
         "NO_PROXY": "127.0.0.1,localhost",

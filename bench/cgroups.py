@@ -177,12 +177,11 @@ def open_caps(root: Path = CGROUP_ROOT) -> tuple[CgroupCaps | None, str]:
     if hierarchy is None:
         return None, note
     caps = CgroupCaps(hierarchy)
-    try:
-        probe = caps.create("probe")
+    try:  # a probe: create, cap and remove one cgroup before the run relies on it
+        caps.create("probe")
         caps.set_quota("probe", Quota.for_memory(512))
     except OSError as exc:
-        caps.close()
         return None, f"cannot create a capped cgroup in {hierarchy.path}: {exc}"
-    caps.close()
-    del probe
+    finally:
+        caps.close()
     return caps, note

@@ -362,7 +362,7 @@ def markdown(
         "",
         "```bash",
         "make bench        # the full run: bench/results.json (+ results-detail.json), the chart and this section",
-        "make bench-quick  # the same shape, fewer batches, under 3 minutes; writes only what --out names",
+        'make bench-quick  # the same shape, fewer batches, under 3 minutes; BENCH_ARGS="--out r.json" writes it',
         "```",
         "",
         f"![Batch latency and USD per million orders against Lambda memory, one line per consumer]({CHART_PATH})",
