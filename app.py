@@ -8,8 +8,8 @@ The only place that reads context (``cdk.json`` and ``-c`` options):
   them the stage is environment-agnostic.
 - ``env``: synthesize only this stage (``cdk deploy -c env=prod 'prod/*'``); default: every stage
   (``cdk deploy 'dev/*'`` still deploys only dev).
-- ``powertools_layer_arn``: use this layer instead of the public Powertools layer (the sandbox
-  publishes one locally).
+- ``powertools_layer_arn``: use this layer instead of the public Powertools layer (whose ARN the
+  construct otherwise reads at deploy from Powertools' SSM parameter).
 
 Running ``python app.py`` without the CDK CLI gives the same stages: ``cdk.json``'s context is the
 default, and the CLI's context (``CDK_CONTEXT_JSON``, ``-c``) overrides it. Synthesis makes no AWS

@@ -12,8 +12,12 @@ from idempotent_order_pipeline._lambda_asset.order_events.metric_names import OU
 
 if TYPE_CHECKING:
     from idempotent_order_pipeline.construct import IdempotentOrderPipeline
+    from idempotent_order_pipeline.monitoring import AlarmThreshold
 
-__all__ = ["OUTCOME_METRICS", "IdempotentOrderPipeline"]
+#: The distribution's version, defined here only (pyproject.toml reads it; CHANGELOG.md describes it).
+__version__ = "0.2.0"
+
+__all__ = ["OUTCOME_METRICS", "AlarmThreshold", "IdempotentOrderPipeline", "__version__"]
 
 
 def __getattr__(name: str) -> Any:
@@ -21,4 +25,8 @@ def __getattr__(name: str) -> Any:
         from idempotent_order_pipeline.construct import IdempotentOrderPipeline
 
         return IdempotentOrderPipeline
+    if name == "AlarmThreshold":
+        from idempotent_order_pipeline.monitoring import AlarmThreshold
+
+        return AlarmThreshold
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

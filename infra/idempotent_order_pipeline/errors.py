@@ -12,6 +12,8 @@ from idempotent_order_pipeline._lambda_asset.order_events.errors import (
     IdempotencyConflictError,
     IdempotencyKeyMismatchError,
     InvalidMessageError,
+    InvalidNumberError,
+    InvalidTextError,
     ItemTooLargeError,
     MissingIdentityFieldError,
     NotificationFailedError,
@@ -22,6 +24,7 @@ from idempotent_order_pipeline._lambda_asset.order_events.errors import (
     RejectedByStoreError,
     StoreUnavailableError,
     TransientError,
+    UnserializableValueError,
 )
 
 __all__ = [
@@ -30,6 +33,8 @@ __all__ = [
     "IdempotencyConflictError",
     "IdempotencyKeyMismatchError",
     "InvalidMessageError",
+    "InvalidNumberError",
+    "InvalidTextError",
     "ItemTooLargeError",
     "MissingIdentityFieldError",
     "NotificationFailedError",
@@ -40,4 +45,5 @@ __all__ = [
     "RejectedByStoreError",
     "StoreUnavailableError",
     "TransientError",
+    "UnserializableValueError",
 ]

@@ -9,21 +9,149 @@ Two kinds of alarm:
   ``alarm_evaluation_periods`` consecutive breaching minutes, since SQS retries absorb a blip.
 
 Missing data is not breaching: no traffic is not an incident. What to do when each fires is in the
-README ("Alarms").
+README ("Runbook: when an alarm fires"), one row per key of :data:`ALARM_KEYS`.
+
+Every alarm is made by :class:`AlarmFactory`, after cdk-monitoring-constructs' ``AlarmFactory``:
+a stable name (``<alarm_name_prefix>-<key>``), a description saying what the alarm means and
+linking the runbook, the same ``IAlarmAction`` list on ALARM and (unless ``ok_actions=False``) OK,
+and per-alarm opt-out or thresholds from ``alarm_overrides``. Sub-constructs add their alarms
+through the pipeline's ``alarm_factory`` (register the key in :data:`ALARM_KEYS` and the README).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
-from aws_cdk import Duration, aws_cloudwatch, aws_cloudwatch_actions, aws_dynamodb, aws_lambda, aws_sns, aws_sqs
+from aws_cdk import Duration, aws_cloudwatch, aws_dynamodb, aws_lambda, aws_sns, aws_sqs
 from constructs import Construct
 
 PERIOD = Duration.minutes(1)
 # The operations the handler performs on each table (CloudWatch's Operation dimension).
 PROCESSED_EVENTS_OPERATIONS = (aws_dynamodb.Operation.TRANSACT_WRITE_ITEMS, aws_dynamodb.Operation.UPDATE_ITEM)
 ORDER_RECORDS_OPERATIONS = (aws_dynamodb.Operation.TRANSACT_WRITE_ITEMS,)
+
+#: Every alarm the construct can create, by key (the keys of ``alarms`` and of ``alarm_overrides``).
+ALARM_KEYS = (
+    "dead_letter_queue_not_empty",
+    "oldest_message_too_old",
+    "function_errors",
+    "function_throttles",
+    "conflicts",
+    "invalid_messages",
+    "notifications_failed",
+    "processed_events_throttles",
+    "processed_events_system_errors",
+    "order_records_throttles",
+    "order_records_system_errors",
+)
+#: Where each description points on-call when no ``runbook_url`` is given.
+DEFAULT_RUNBOOK = "README of idempotent-order-pipeline, section 'Runbook: when an alarm fires'"
+#: Leaves room for ``-<key>`` within CloudWatch's 255 characters.
+MAX_ALARM_NAME_PREFIX_LENGTH = 200
+MAX_RUNBOOK_URL_LENGTH = 512
+
+
+@dataclass(frozen=True)
+class AlarmThreshold:
+    """Replace one alarm's threshold and/or how many periods must breach (``alarm_overrides``).
+
+    :param threshold: the value the metric is compared with (more than 0). Default: None (the
+        alarm's own, 1 for every count alarm; the age alarm's is ``oldest_message_age_threshold``).
+    :param evaluation_periods: minutes looked at. Default: None (1 for event alarms,
+        ``alarm_evaluation_periods`` for sustained ones).
+    :param datapoints_to_alarm: breaching minutes among them that fire the alarm, 1..
+        ``evaluation_periods``. Default: None (all of them).
+    """
+
+    threshold: float | None = None
+    evaluation_periods: int | None = None
+    datapoints_to_alarm: int | None = None
+
+
+#: What ``alarm_overrides`` maps a key to: False (do not create it), True (the default) or thresholds.
+AlarmOverride = bool | AlarmThreshold
+
+
+@dataclass(frozen=True)
+class AlarmSettings:
+    """How every alarm is named, described and wired (the construct's alarm props, resolved)."""
+
+    name_prefix: str
+    actions: Sequence[aws_cloudwatch.IAlarmAction] = ()
+    ok_actions: bool = True
+    runbook_url: str | None = None
+    evaluation_periods: int = 3
+    overrides: Mapping[str, AlarmOverride] = field(default_factory=dict)
+
+
+class AlarmFactory:
+    """Creates the pipeline's alarms, all alike: name prefix, runbook link, actions, overrides.
+
+    ``alarms`` holds every alarm created so far, by key (the pipeline exposes a read-only view of it).
+    """
+
+    def __init__(self, scope: Construct, settings: AlarmSettings) -> None:
+        self._scope = scope
+        self.settings = settings
+        self.alarms: dict[str, aws_cloudwatch.Alarm] = {}
+
+    def enabled(self, key: str) -> bool:
+        """False when ``alarm_overrides`` turned the alarm off."""
+        return self.settings.overrides.get(key, True) is not False
+
+    def add_alarm(
+        self,
+        key: str,
+        construct_id: str,
+        metric: aws_cloudwatch.IMetric,
+        *,
+        description: str,
+        threshold: float = 1,
+        sustained: bool = False,
+        comparison: aws_cloudwatch.ComparisonOperator = (
+            aws_cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD
+        ),
+    ) -> aws_cloudwatch.Alarm | None:
+        """Create alarm ``key`` (one of :data:`ALARM_KEYS`), or nothing when it is turned off.
+
+        ``description`` says what the alarm means; the runbook link is appended. Event alarms
+        (``sustained=False``) look at one period, sustained ones at ``alarm_evaluation_periods``;
+        an :class:`AlarmThreshold` override replaces either.
+        """
+        if key not in ALARM_KEYS:
+            raise ValueError(f"alarm key {key!r}: not in monitoring.ALARM_KEYS {ALARM_KEYS}; register it first")
+        if key in self.alarms:
+            raise ValueError(f"alarm key {key!r}: already created")
+        override = self.settings.overrides.get(key, True)
+        if override is False:
+            return None
+        limits = override if isinstance(override, AlarmThreshold) else AlarmThreshold()
+        periods = limits.evaluation_periods or (self.settings.evaluation_periods if sustained else 1)
+        settings = self.settings
+        alarm = aws_cloudwatch.Alarm(
+            self._scope,
+            construct_id,
+            alarm_name=f"{settings.name_prefix}-{key}",
+            metric=metric,
+            threshold=threshold if limits.threshold is None else limits.threshold,
+            comparison_operator=comparison,
+            evaluation_periods=periods,
+            datapoints_to_alarm=limits.datapoints_to_alarm,
+            treat_missing_data=aws_cloudwatch.TreatMissingData.NOT_BREACHING,
+            alarm_description=self.description(key, description),
+        )
+        for action in settings.actions:
+            alarm.add_alarm_action(action)
+            if settings.ok_actions:
+                alarm.add_ok_action(action)
+        self.alarms[key] = alarm
+        return alarm
+
+    def description(self, key: str, meaning: str) -> str:
+        """What the alarm means, then where its runbook is."""
+        runbook = self.settings.runbook_url or DEFAULT_RUNBOOK
+        return f"{meaning} Runbook ({key}): {runbook}"
 
 
 @dataclass(frozen=True)
@@ -34,61 +162,30 @@ class MonitoredResources:
     dead_letter_queue: aws_sqs.IQueue
     function: aws_lambda.IFunction
     topic: aws_sns.ITopic
-    processed_events_table: aws_dynamodb.Table
-    order_records_table: aws_dynamodb.Table
+    processed_events_table: aws_dynamodb.ITable
+    order_records_table: aws_dynamodb.ITable
     #: Outcome metrics of the handler by metric name (OrdersRecorded, Conflicts, ...).
     outcome_metrics: Mapping[str, aws_cloudwatch.Metric]
 
 
 def create_alarms(
-    scope: Construct,
-    resources: MonitoredResources,
-    *,
-    oldest_message_age_threshold: Duration,
-    evaluation_periods: int,
-    alarm_action: aws_sns.ITopic | None,
-) -> dict[str, aws_cloudwatch.Alarm]:
-    """One alarm per failure mode, keyed by role; each sends to ``alarm_action`` when given."""
-    alarms: dict[str, aws_cloudwatch.Alarm] = {}
-
-    def alarm(
-        key: str,
-        construct_id: str,
-        metric: aws_cloudwatch.IMetric,
-        description: str,
-        *,
-        threshold: float = 1,
-        sustained: bool = False,
-        comparison: aws_cloudwatch.ComparisonOperator = (
-            aws_cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD
-        ),
-    ) -> None:
-        created = aws_cloudwatch.Alarm(
-            scope,
-            construct_id,
-            metric=metric,
-            threshold=threshold,
-            comparison_operator=comparison,
-            evaluation_periods=evaluation_periods if sustained else 1,
-            treat_missing_data=aws_cloudwatch.TreatMissingData.NOT_BREACHING,
-            alarm_description=f"{description} Runbook: README.md, section 'Alarms'.",
-        )
-        if alarm_action is not None:
-            created.add_alarm_action(aws_cloudwatch_actions.SnsAction(alarm_action))
-        alarms[key] = created
-
+    factory: AlarmFactory, resources: MonitoredResources, *, oldest_message_age_threshold: Duration
+) -> None:
+    """One alarm per failure mode of the pipeline, through ``factory``."""
+    alarm = factory.add_alarm
     outcome = resources.outcome_metrics
     alarm(
         "dead_letter_queue_not_empty",
         "DeadLetterQueueNotEmptyAlarm",
         resources.dead_letter_queue.metric_approximate_number_of_messages_visible(period=PERIOD, statistic="Maximum"),
-        "Messages are parked in the dead-letter queue: invalid, conflicting or repeatedly failing orders.",
+        description="Messages are parked in the dead-letter queue: invalid, conflicting or repeatedly failing orders.",
     )
     alarm(
         "oldest_message_too_old",
         "OldestMessageTooOldAlarm",
         resources.queue.metric_approximate_age_of_oldest_message(period=PERIOD, statistic="Maximum"),
-        "The oldest order waiting in the queue is older than the threshold: the consumer is behind or failing.",
+        description="The oldest order waiting in the queue is older than the threshold: the consumer is behind "
+        "or failing.",
         threshold=oldest_message_age_threshold.to_seconds(),
         sustained=True,
         comparison=aws_cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
@@ -97,33 +194,33 @@ def create_alarms(
         "function_errors",
         "FunctionErrorsAlarm",
         resources.function.metric_errors(period=PERIOD, statistic="Sum"),
-        "The consumer function fails whole invocations (crash, timeout, configuration).",
+        description="The consumer function fails whole invocations (crash, timeout, configuration).",
         sustained=True,
     )
     alarm(
         "function_throttles",
         "FunctionThrottlesAlarm",
         resources.function.metric_throttles(period=PERIOD, statistic="Sum"),
-        "The consumer function is throttled: account concurrency is exhausted.",
+        description="The consumer function is throttled: account concurrency is exhausted.",
         sustained=True,
     )
     alarm(
         "conflicts",
         "ConflictsAlarm",
         outcome["Conflicts"],
-        "An idempotency key or order id was reused with another payload; the message is in the DLQ.",
+        description="An idempotency key or order id was reused with another payload; the message is in the DLQ.",
     )
     alarm(
         "invalid_messages",
         "InvalidMessagesAlarm",
         outcome["InvalidMessages"],
-        "A producer sent a message the consumer cannot accept; it is in the DLQ.",
+        description="A producer sent a message the consumer cannot accept; it is in the DLQ.",
     )
     alarm(
         "notifications_failed",
         "NotificationsFailedAlarm",
         resources.topic.metric_number_of_notifications_failed(period=PERIOD, statistic="Sum"),
-        "SNS could not deliver order notifications to a subscriber.",
+        description="SNS could not deliver order notifications to a subscriber.",
     )
     for key, construct_id, table, operations in (
         ("processed_events", "ProcessedEvents", resources.processed_events_table, PROCESSED_EVENTS_OPERATIONS),
@@ -133,16 +230,15 @@ def create_alarms(
             f"{key}_throttles",
             f"{construct_id}ThrottlesAlarm",
             table.metric_throttled_requests_for_operations(operations=list(operations), period=PERIOD),
-            f"DynamoDB throttles requests to the {key} table.",
+            description=f"DynamoDB throttles requests to the {key} table.",
             sustained=True,
         )
         alarm(
             f"{key}_system_errors",
             f"{construct_id}SystemErrorsAlarm",
             table.metric_system_errors_for_operations(operations=list(operations), period=PERIOD),
-            f"DynamoDB returns internal errors for the {key} table.",
+            description=f"DynamoDB returns internal errors for the {key} table.",
         )
-    return alarms
 
 
 def create_dashboard(
@@ -152,9 +248,10 @@ def create_dashboard(
     queue, dlq, function = resources.queue, resources.dead_letter_queue, resources.function
     tables = (resources.processed_events_table, resources.order_records_table)
     dashboard = aws_cloudwatch.Dashboard(scope, "Dashboard")
-    dashboard.add_widgets(
-        aws_cloudwatch.AlarmStatusWidget(title="Alarms", alarms=list(alarms.values()), width=24),
-    )
+    if alarms:
+        dashboard.add_widgets(
+            aws_cloudwatch.AlarmStatusWidget(title="Alarms", alarms=list(alarms.values()), width=24),
+        )
     dashboard.add_widgets(
         aws_cloudwatch.GraphWidget(
             title="Queue depth",
@@ -219,8 +316,13 @@ def create_dashboard(
         aws_cloudwatch.GraphWidget(
             title="DynamoDB throttled requests",
             left=[
-                table.metric_throttled_requests_for_operation(
-                    operation.value, period=PERIOD, label=f"{name} {operation.value}"
+                # ITable (an existing table may be imported) has only the plural helper: the same metric.
+                table.metric(
+                    "ThrottledRequests",
+                    dimensions_map={"TableName": table.table_name, "Operation": operation.value},
+                    statistic="sum",
+                    period=PERIOD,
+                    label=f"{name} {operation.value}",
                 )
                 for name, table, operations in (
                     ("processed_events", resources.processed_events_table, PROCESSED_EVENTS_OPERATIONS),

@@ -1,39 +1,136 @@
-"""The official Powertools for AWS Lambda (Python) public layer matching the pinned library version.
+"""The official Powertools for AWS Lambda (Python) layer, resolved at deploy time, never guessed.
 
-The handler is tested against ``aws-lambda-powertools==3.37.0`` (requirements-dev.txt); in Lambda
-it imports Powertools from this layer, so the two must move together.
+The handler is tested against ``aws-lambda-powertools==3.37.0`` (requirements-dev.txt, checked
+equal to :data:`POWERTOOLS_VERSION` by a test); in Lambda it imports Powertools from this layer,
+so the two move together.
 
-Layer version for 3.37.0: 40. How it was derived (no AWS call is possible here; verify with
-``aws ssm get-parameter --name /aws/service/powertools/python/arm64/python3.14/3.37.0``):
-Powertools publishes one layer version per release, the same number for every runtime and
-architecture. Known points: 3.23.0 = 27 (powertools-lambda-python issue #7689), 3.28.0 = 32 and
-3.31.1 = 36 (public projects pinning those pairs), one per release in between; 3.32.0 and 3.33.0
-were never built or published (issue #8377), so 3.34.0 = 37, 3.35.0 = 38, 3.36.0 = 39,
-3.37.0 = 40.
+Powertools publishes each release's layer version ARN as a public SSM parameter in every
+commercial region (its install docs, "Using SSM Parameter Store"; its ``update_ssm.yml``
+workflow writes ``/aws/service/powertools/python/{arch}/{python_version}/{version}``). That name
+is the default of the stack's CloudFormation parameter ``PowertoolsLayerArn``, of type
+``AWS::SSM::Parameter::Value<String>``: CloudFormation reads the ARN when it deploys, in the
+stack's own region, so synthesis makes no AWS call and the layer number is never derived. A
+release whose parameter is missing (it has happened once, powertools-lambda-python issue #7689)
+fails the deploy with ``ParameterNotFound`` rather than deploying a wrong layer.
+
+China (``aws-cn``) and GovCloud (``aws-us-gov``) have layers under other accounts, with other
+layer numbers, and no such parameter: when the stack's region is known and lies there, synthesis
+fails and says to pass ``powertools_layer=``. An environment-agnostic stack cannot know its
+partition at synth: it gets a template rule (``PowertoolsLayerArnPartition``) asserting the
+``aws`` partition, so CloudFormation refuses the deploy elsewhere before creating anything, with
+the same advice (the parameter's description says it too).
 """
 
 from __future__ import annotations
 
-from aws_cdk import Stack, aws_lambda
-from constructs import Construct
+from typing import TYPE_CHECKING
 
+# aws-cdk-lib is imported where it is used: the sandbox and the CLI read the constants below
+# without starting jsii's Node process.
+if TYPE_CHECKING:
+    from aws_cdk import CfnParameter, Stack, aws_lambda
+    from constructs import Construct
+
+#: The Powertools release the handler is tested with (requirements-dev.txt pins the same).
 POWERTOOLS_VERSION = "3.37.0"
-POWERTOOLS_LAYER_VERSION = 40
-#: The AWS account that publishes the layer in the commercial ``aws`` partition (China and
-#: GovCloud use other accounts: pass ``powertools_layer`` there).
-POWERTOOLS_PUBLISHER_ACCOUNT = "017000801446"
-POWERTOOLS_LAYER_NAME = "AWSLambdaPowertoolsPythonV3-python314-arm64"
+#: The function's architecture and runtime, as Powertools names them in the parameter path.
+POWERTOOLS_ARCHITECTURE = "arm64"
+POWERTOOLS_PYTHON_VERSION = "python3.14"
+#: The public parameter holding the layer version ARN for this release, runtime and architecture.
+POWERTOOLS_LAYER_PARAMETER = (
+    f"/aws/service/powertools/python/{POWERTOOLS_ARCHITECTURE}/{POWERTOOLS_PYTHON_VERSION}/{POWERTOOLS_VERSION}"
+)
+#: The stack-level CloudFormation parameter (its logical id) through which the ARN is resolved.
+LAYER_ARN_PARAMETER_ID = "PowertoolsLayerArn"
+SSM_STRING_PARAMETER_TYPE = "AWS::SSM::Parameter::Value<String>"
+#: The template rule of an environment-agnostic stack that checks the partition at deploy.
+PARTITION_RULE_ID = "PowertoolsLayerArnPartition"
+#: Partitions where Powertools publishes the parameter (only the commercial one).
+PARTITIONS_WITH_PARAMETER = frozenset({"aws"})
 
 
-def powertools_layer_arn(region: str) -> str:
-    """The layer version ARN in ``region`` (a token in an environment-agnostic stack)."""
+def stack_partition(scope: Construct) -> str | None:
+    """The partition of ``scope``'s stack when its region is known at synth, else None."""
+    from aws_cdk import Stack, Token
+    from aws_cdk.region_info import RegionInfo
+
+    region = Stack.of(scope).region
+    if Token.is_unresolved(region):
+        return None
+    partition = RegionInfo.get(region).partition
+    return str(partition) if partition else None
+
+
+def default_layer_problem(scope: Construct) -> str | None:
+    """Why the default layer cannot be used in ``scope``'s stack (a validation error), or None."""
+    from aws_cdk import Stack
+
+    partition = stack_partition(scope)
+    if partition is None or partition in PARTITIONS_WITH_PARAMETER:
+        return None
     return (
-        f"arn:aws:lambda:{region}:{POWERTOOLS_PUBLISHER_ACCOUNT}:layer:"
-        f"{POWERTOOLS_LAYER_NAME}:{POWERTOOLS_LAYER_VERSION}"
+        f"powertools_layer=None: Powertools publishes no SSM parameter {POWERTOOLS_LAYER_PARAMETER} in region "
+        f"{Stack.of(scope).region} (partition {partition}); pass powertools_layer= (e.g. "
+        "aws_lambda.LayerVersion.from_layer_version_arn with the layer ARN that the Powertools install docs "
+        "list for that partition)"
     )
 
 
 def default_powertools_layer(scope: Construct, construct_id: str) -> aws_lambda.ILayerVersion:
-    """The public layer, in the region of ``scope``'s stack."""
-    arn = powertools_layer_arn(Stack.of(scope).region)
-    return aws_lambda.LayerVersion.from_layer_version_arn(scope, construct_id, arn)
+    """The public layer of the pinned release, its ARN read from Powertools' SSM parameter at deploy.
+
+    Call only where :func:`default_layer_problem` found nothing (the construct validates first).
+    """
+    from aws_cdk import Stack, aws_lambda
+
+    stack = Stack.of(scope)
+    parameter = layer_arn_parameter(stack)
+    if stack_partition(scope) is None:
+        _assert_partition_at_deploy(stack)
+    return aws_lambda.LayerVersion.from_layer_version_arn(scope, construct_id, parameter.value_as_string)
+
+
+def _assert_partition_at_deploy(stack: Stack) -> None:
+    """For an environment-agnostic stack: a template rule that refuses partitions without the parameter."""
+    from aws_cdk import Aws, CfnRule, CfnRuleAssertion, Fn
+
+    if stack.node.try_find_child(PARTITION_RULE_ID) is not None:
+        return
+    (partition,) = PARTITIONS_WITH_PARAMETER
+    CfnRule(
+        stack,
+        PARTITION_RULE_ID,
+        assertions=[
+            CfnRuleAssertion(
+                assert_=Fn.condition_equals(Aws.PARTITION, partition),
+                assert_description=(
+                    f"Powertools publishes its layer parameter {POWERTOOLS_LAYER_PARAMETER} in the {partition} "
+                    "partition only: synthesize with powertools_layer= (the layer ARN for this partition)"
+                ),
+            )
+        ],
+    )
+
+
+def layer_arn_parameter(stack: Stack) -> CfnParameter:
+    """The stack's ``PowertoolsLayerArn`` parameter (one per stack, shared by its pipelines).
+
+    Its value is the *name* of an SSM parameter; CloudFormation deploys with that parameter's value.
+    ``cdk deploy --parameters PowertoolsLayerArn=/my/own/parameter`` points it at another one.
+    """
+    from aws_cdk import CfnParameter
+
+    existing = stack.node.try_find_child(LAYER_ARN_PARAMETER_ID)
+    if isinstance(existing, CfnParameter):
+        return existing
+    return CfnParameter(
+        stack,
+        LAYER_ARN_PARAMETER_ID,
+        type=SSM_STRING_PARAMETER_TYPE,
+        default=POWERTOOLS_LAYER_PARAMETER,
+        description=(
+            f"SSM parameter holding the Powertools for AWS Lambda (Python) {POWERTOOLS_VERSION} layer ARN "
+            f"({POWERTOOLS_ARCHITECTURE}, {POWERTOOLS_PYTHON_VERSION}); public in commercial regions only, "
+            "elsewhere synthesize with powertools_layer="
+        ),
+    )

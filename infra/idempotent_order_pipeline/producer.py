@@ -11,8 +11,10 @@ park in the DLQ is refused here with :class:`~idempotent_order_pipeline.errors.I
 
 The body is the canonical JSON of the order (:func:`idempotent_order_pipeline.keys.canonical_json`): numbers are
 written exactly, so a :class:`~decimal.Decimal` such as ``Decimal("0.10")`` arrives as ``0.1``,
-never as a binary float. On a FIFO queue the message group is the order (``order_id``) and the
-deduplication id the event, so SQS itself drops a resend within its five-minute window.
+never as a binary float. On a FIFO queue the message group is the order (``order_id`` as is when SQS accepts
+it, else ``sha256:`` + its hash) and the deduplication id the SHA-256 hex of the event id (always,
+so two events never share one), so SQS itself drops a resend within its five-minute window. Both
+come from :mod:`order_events.sns_ids`, the rule the consumer's SNS notifications follow.
 
 Delivery is at least once: when a call fails in a way that leaves its outcome unknown (a timeout
 after SQS accepted the batch), the retry may enqueue an order a second time. That is safe - the key
@@ -25,7 +27,6 @@ derive_event_id``.
 
 from __future__ import annotations
 
-import hashlib
 import random
 import re
 import threading
@@ -39,6 +40,7 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from idempotent_order_pipeline._lambda_asset.order_events.message import ORDER_ID_FIELD, parse_order_message
+from idempotent_order_pipeline._lambda_asset.order_events.sns_ids import sns_deduplication_id, sns_group_id
 from idempotent_order_pipeline.errors import InvalidMessageError, OrderSendError, PermanentError
 from idempotent_order_pipeline.keys import (
     DEFAULT_IDENTITY_FIELDS,
@@ -80,8 +82,6 @@ DEFAULT_BACKOFF_CAP_SECONDS = 5.0
 #: The default client retries throttling and 5xx errors inside each call (standard mode).
 CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=3, read_timeout=10)
 
-# SQS FIFO group and deduplication ids: 1 to 128 characters of this alphabet.
-_FIFO_ID = re.compile(r"^[A-Za-z0-9!\"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~]{1,128}$")
 # Characters SQS refuses in a message body (outside #x9 | #xA | #xD | #x20-#xD7FF | #xE000-#xFFFD |
 # #x10000-#x10FFFF). They can only occur inside JSON strings, where a \\u escape means the same.
 _NOT_SQS_SAFE = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -92,20 +92,26 @@ _THROTTLING_CODES = frozenset(
 
 
 def fifo_id(value: str) -> str:
-    """``value`` when SQS accepts it as a FIFO group or deduplication id, else its SHA-256 hex."""
-    return value if _FIFO_ID.match(value) else hashlib.sha256(value.encode("utf-8")).hexdigest()
+    """The SQS FIFO group id for ``value``: itself when SQS accepts it, else ``sha256:`` + its SHA-256 hex.
+
+    SQS's rule is SNS's (1-128 alphanumeric or ASCII punctuation characters), so this is
+    :func:`order_events.sns_ids.sns_group_id`; a valid group id maps to itself (a redriven
+    message keeps its group). Deduplication ids are never raw: see :meth:`OrderPublisher.send`.
+    """
+    return sns_group_id(value)
 
 
 def encode_body(order: Mapping[str, Any]) -> str:
     """The canonical JSON of ``order``, with the characters SQS refuses written as ``\\u`` escapes.
 
     Raises:
-        InvalidMessageError: a value is not JSON (a datetime, a set, NaN, ...).
+        InvalidMessageError: a value is not JSON (a datetime, a set, NaN, ...), not valid Unicode, or
+            a number DynamoDB cannot store exactly; the message names its path.
     """
     try:
         text = canonical_json(order)
-    except (TypeError, ValueError) as exc:
-        raise InvalidMessageError(f"order cannot be written as JSON: {exc}") from exc
+    except InvalidMessageError as exc:  # numbers, text, types and nesting, named by their path
+        raise type(exc)(f"order cannot be written as JSON: {exc}") from exc
     return _NOT_SQS_SAFE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
 
@@ -171,6 +177,21 @@ class SendResult:
             error_code=error_code,
             attempts=attempts,
         )
+
+
+def _refused(index: int, order: object, error: str, error_code: str) -> SendResult:
+    """The result of an order refused before sending (its ``order_id`` when it has a string one)."""
+    try:
+        order_id = order.get(ORDER_ID_FIELD) if isinstance(order, Mapping) else None
+    except Exception:
+        order_id = None
+    return SendResult(
+        index=index,
+        event_id=None,
+        order_id=order_id if isinstance(order_id, str) else None,
+        error=error[:1000],
+        error_code=error_code,
+    )
 
 
 def _retryable(exc: Exception) -> bool:
@@ -273,7 +294,10 @@ class OrderPublisher:
     def _fifo_parameters(self, prepared: PreparedOrder) -> dict[str, str]:
         if not self.fifo:
             return {}
-        return {"MessageGroupId": fifo_id(prepared.order_id), "MessageDeduplicationId": fifo_id(prepared.event_id)}
+        return {
+            "MessageGroupId": sns_group_id(prepared.order_id),
+            "MessageDeduplicationId": sns_deduplication_id(prepared.event_id),
+        }
 
     def send(self, order: Mapping[str, Any]) -> str:
         """Send one order; return its event id (the idempotency key).
@@ -305,7 +329,9 @@ class OrderPublisher:
         Entries SQS reports as failed through no fault of the sender are retried, alone, with
         backoff; entries it rejects (``SenderFault``) and invalid orders are reported, not retried.
         A whole call that fails with a throttling, 5xx or network error is retried too. Never
-        raises for a single order: check :attr:`SendResult.ok`.
+        raises for a single order, whatever it holds (not a mapping, a lone surrogate, a number
+        DynamoDB cannot store, a value with no JSON form): check :attr:`SendResult.ok` and
+        :attr:`SendResult.error_code`.
         """
         results: dict[int, SendResult] = {}
         prepared: list[tuple[int, PreparedOrder]] = []
@@ -313,13 +339,10 @@ class OrderPublisher:
             try:
                 prepared.append((index, self.prepare(order)))
             except PermanentError as exc:  # InvalidMessageError, ItemTooLargeError: nothing to send
-                order_id = order.get(ORDER_ID_FIELD) if isinstance(order, Mapping) else None
-                results[index] = SendResult(
-                    index=index,
-                    event_id=None,
-                    order_id=order_id if isinstance(order_id, str) else None,
-                    error=str(exc),
-                    error_code=exc.error_code,
+                results[index] = _refused(index, order, str(exc), exc.error_code)
+            except Exception as exc:  # a value our encoder does not know: still this order's result
+                results[index] = _refused(
+                    index, order, f"order cannot be sent: {type(exc).__name__}: {exc}", InvalidMessageError.error_code
                 )
         sent = self.send_prepared([entry for _, entry in prepared])
         for (index, _), result in zip(prepared, sent, strict=True):

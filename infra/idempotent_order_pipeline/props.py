@@ -7,11 +7,25 @@ name the prop, the value received and what is allowed. Values that are unresolve
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-from aws_cdk import Duration, RemovalPolicy, Token, aws_kms, aws_lambda, aws_logs, aws_sns
+from aws_cdk import (
+    Duration,
+    RemovalPolicy,
+    Token,
+    aws_cloudwatch,
+    aws_dynamodb,
+    aws_ec2,
+    aws_kms,
+    aws_lambda,
+    aws_logs,
+    aws_sns,
+    aws_sqs,
+)
 
+from idempotent_order_pipeline import monitoring
 from idempotent_order_pipeline.keys import parse_identity_fields
 
 #: Fixed: the longest SQS allows, so a parked message has the most time to be looked at.
@@ -33,6 +47,12 @@ MIN_MEMORY_MB, MAX_MEMORY_MB = 128, 10_240
 MAX_FUNCTION_TIMEOUT_SECONDS = 900
 MAX_VISIBILITY_TIMEOUT_SECONDS = 12 * 3600
 MIN_RETENTION_SECONDS = 60
+MIN_RESERVED_CONCURRENCY = 1
+#: Provisioned pollers for an SQS source (Lambda developer guide, "provisioned mode").
+MIN_POLLERS, MAX_MINIMUM_POLLERS, MAX_MAXIMUM_POLLERS = 2, 200, 2000
+#: Removal policies the pipeline's resources support (none of SQS, DynamoDB, SNS, CloudWatch Logs
+#: supports a CloudFormation ``Snapshot`` deletion policy).
+ALLOWED_REMOVAL_POLICIES = (RemovalPolicy.DESTROY, RemovalPolicy.RETAIN, RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE)
 
 
 @dataclass(frozen=True)
@@ -49,7 +69,8 @@ class PipelineProps:
     visibility_timeout: Duration | None
     retention_period: Duration
     record_retention: Duration
-    identity_fields: tuple[str, ...]
+    #: As given: a string is reported by :func:`validate` with the other problems.
+    identity_fields: Sequence[str]
     service_name: str | None
     metrics_namespace: str
     encryption_key: aws_kms.IKey | None
@@ -59,6 +80,35 @@ class PipelineProps:
     alarm_action: aws_sns.ITopic | None
     oldest_message_age_threshold: Duration
     alarm_evaluation_periods: int
+    existing_queue: aws_sqs.IQueue | None = None
+    existing_dead_letter_queue: aws_sqs.IQueue | None = None
+    existing_topic: aws_sns.ITopic | None = None
+    existing_processed_events_table: aws_dynamodb.ITable | None = None
+    existing_order_records_table: aws_dynamodb.ITable | None = None
+    queue_props: Mapping[str, Any] | None = None
+    dead_letter_queue_props: Mapping[str, Any] | None = None
+    table_props: Mapping[str, Any] | None = None
+    topic_props: Mapping[str, Any] | None = None
+    function_props: Mapping[str, Any] | None = None
+    vpc: aws_ec2.IVpc | None = None
+    vpc_subnets: aws_ec2.SubnetSelection | None = None
+    security_groups: Sequence[aws_ec2.ISecurityGroup] | None = None
+    create_vpc_endpoints: bool = False
+    reserved_concurrency: int | None = None
+    fifo_high_throughput: bool = False
+    provisioned_pollers: aws_lambda.ProvisionedPollerConfig | None = None
+    tracing: bool = False
+    alarm_actions: tuple[aws_cloudwatch.IAlarmAction, ...] = ()
+    ok_actions: bool = True
+    alarm_name_prefix: str | None = None
+    runbook_url: str | None = None
+    alarm_overrides: Mapping[str, monitoring.AlarmOverride] = field(default_factory=dict)
+    dashboard: bool = True
+
+    @property
+    def identity_field_names(self) -> tuple[str, ...]:
+        """The identity fields as a tuple (a string, reported by validate(), gives no fields)."""
+        return () if isinstance(self.identity_fields, str) else tuple(self.identity_fields)
 
 
 @dataclass
@@ -108,6 +158,9 @@ def validate(props: PipelineProps) -> Findings:
     _check_retention(props, findings)
     _check_naming(props, findings)
     _check_alarms(props, findings)
+    _check_removal(props, findings)
+    _check_network(props, findings)
+    _check_scaling(props, findings)
     return findings
 
 
@@ -210,26 +263,35 @@ def _check_retention(props: PipelineProps, findings: Findings) -> None:
 
 def _check_naming(props: PipelineProps, findings: Findings) -> None:
     errors = findings.errors
-    try:
-        fields = parse_identity_fields(",".join(props.identity_fields))
-    except ValueError:
-        fields = ()
-    if (
-        not props.identity_fields
-        or fields != tuple(props.identity_fields)
-        or len(set(fields)) != len(fields)
-        or any("," in name for name in props.identity_fields)
-    ):
-        errors.append(
-            f"identity_fields={tuple(props.identity_fields)!r}: allowed one or more distinct, non-empty field "
-            "names without commas or surrounding spaces, e.g. ('order_id',)"
-        )
+    _check_identity_fields(props.identity_fields, errors)
     if props.service_name is not None and not Token.is_unresolved(props.service_name) and not props.service_name:
         errors.append("service_name='': allowed a non-empty name, or None for the default")
     namespace = props.metrics_namespace
     if not Token.is_unresolved(namespace) and (not namespace or namespace.startswith("AWS/")):
         errors.append(
             f"metrics_namespace={namespace!r}: allowed a non-empty namespace not starting with 'AWS/' (reserved)"
+        )
+
+
+def _check_identity_fields(identity_fields: Sequence[str], errors: list[str]) -> None:
+    if isinstance(identity_fields, str):  # a string is a sequence too: refuse it rather than split it into letters
+        errors.append(
+            f"identity_fields={identity_fields!r}: allowed a sequence of field names, e.g. ('order_id',), not a string"
+        )
+        return
+    try:
+        fields = parse_identity_fields(",".join(identity_fields))
+    except ValueError:
+        fields = ()
+    if (
+        not identity_fields
+        or fields != tuple(identity_fields)
+        or len(set(fields)) != len(fields)
+        or any("," in name for name in identity_fields)
+    ):
+        errors.append(
+            f"identity_fields={tuple(identity_fields)!r}: allowed one or more distinct, non-empty field "
+            "names without commas or surrounding spaces, e.g. ('order_id',)"
         )
 
 
@@ -247,10 +309,128 @@ def _check_alarms(props: PipelineProps, findings: Findings) -> None:
     periods = _number(props.alarm_evaluation_periods)
     if periods is not None and periods < 1:
         errors.append(f"alarm_evaluation_periods={props.alarm_evaluation_periods!r}: allowed 1 or more")
+    _check_alarm_naming(props, findings)
+    for key, override in props.alarm_overrides.items():
+        _check_alarm_override(key, override, errors)
 
 
-def as_tuple(values: Sequence[str]) -> tuple[str, ...]:
-    """A string is a sequence too: refuse it rather than splitting it into letters."""
-    if isinstance(values, str):
-        raise ValueError(f"identity_fields={values!r}: allowed a sequence of field names, e.g. ('order_id',)")
-    return tuple(values)
+def _check_alarm_naming(props: PipelineProps, findings: Findings) -> None:
+    errors = findings.errors
+    prefix = props.alarm_name_prefix
+    limit = monitoring.MAX_ALARM_NAME_PREFIX_LENGTH
+    if (
+        prefix is not None
+        and not Token.is_unresolved(prefix)
+        and not (0 < len(prefix) <= limit and prefix.isascii() and prefix.isprintable())
+    ):
+        errors.append(
+            f"alarm_name_prefix={prefix!r}: allowed 1..{limit} printable ASCII characters, or None for the service name"
+        )
+    url = props.runbook_url
+    if (
+        url is not None
+        and not Token.is_unresolved(url)
+        and (not url.startswith(("https://", "http://")) or len(url) > monitoring.MAX_RUNBOOK_URL_LENGTH)
+    ):
+        errors.append(
+            f"runbook_url={url!r}: allowed an http(s):// URL of at most {monitoring.MAX_RUNBOOK_URL_LENGTH} "
+            "characters, or None"
+        )
+    if (props.alarm_actions or props.alarm_action is not None) and url is None:
+        findings.warnings.append(
+            (
+                "no-runbook-url",
+                "alarms notify on-call but runbook_url=None: their descriptions point at this library's README; "
+                "pass runbook_url= to link your team's runbook",
+            )
+        )
+
+
+def _check_alarm_override(key: str, override: object, errors: list[str]) -> None:
+    if key not in monitoring.ALARM_KEYS:
+        errors.append(f"alarm_overrides[{key!r}]: unknown alarm; allowed keys {list(monitoring.ALARM_KEYS)}")
+        return
+    if isinstance(override, bool):
+        return
+    if not isinstance(override, monitoring.AlarmThreshold):
+        errors.append(f"alarm_overrides[{key!r}]={override!r}: allowed False, True or an AlarmThreshold(...)")
+        return
+    threshold = _number(override.threshold)
+    periods = _number(override.evaluation_periods)
+    datapoints = _number(override.datapoints_to_alarm)
+    if key == "oldest_message_too_old" and override.threshold is not None:
+        errors.append(
+            f"alarm_overrides[{key!r}].threshold={override.threshold!r}: set oldest_message_age_threshold instead "
+            "(its threshold has one place)"
+        )
+    elif threshold is not None and threshold <= 0:
+        errors.append(f"alarm_overrides[{key!r}].threshold={override.threshold!r}: allowed more than 0")
+    if periods is not None and periods < 1:
+        errors.append(f"alarm_overrides[{key!r}].evaluation_periods={override.evaluation_periods!r}: allowed 1 or more")
+    if override.datapoints_to_alarm is not None and override.evaluation_periods is None:
+        errors.append(
+            f"alarm_overrides[{key!r}].datapoints_to_alarm={override.datapoints_to_alarm!r}: needs "
+            "evaluation_periods in the same AlarmThreshold"
+        )
+    elif datapoints is not None and periods is not None and not 1 <= datapoints <= periods:
+        errors.append(
+            f"alarm_overrides[{key!r}].datapoints_to_alarm={override.datapoints_to_alarm!r}: allowed "
+            f"1..evaluation_periods ({override.evaluation_periods!r})"
+        )
+
+
+def _check_removal(props: PipelineProps, findings: Findings) -> None:
+    if props.removal_policy not in ALLOWED_REMOVAL_POLICIES:
+        findings.errors.append(
+            f"removal_policy={props.removal_policy}: none of the pipeline's resources (SQS queues, DynamoDB tables, "
+            "SNS topic, log group) can be snapshotted by CloudFormation; allowed DESTROY, RETAIN or "
+            "RETAIN_ON_UPDATE_OR_DELETE"
+        )
+
+
+def _check_network(props: PipelineProps, findings: Findings) -> None:
+    if props.vpc is not None:
+        return
+    for name, value in (
+        ("vpc_subnets", props.vpc_subnets),
+        ("security_groups", props.security_groups),
+        ("create_vpc_endpoints", props.create_vpc_endpoints or None),
+    ):
+        if value is not None:
+            findings.errors.append(f"{name}={value!r}: allowed only with vpc= (the function is not in a VPC)")
+
+
+def _check_scaling(props: PipelineProps, findings: Findings) -> None:
+    errors = findings.errors
+    reserved = _number(props.reserved_concurrency)
+    if reserved is not None and reserved < MIN_RESERVED_CONCURRENCY:
+        errors.append(
+            f"reserved_concurrency={props.reserved_concurrency!r}: allowed None or at least "
+            f"{MIN_RESERVED_CONCURRENCY} (0 would stop the consumer)"
+        )
+    if props.fifo_high_throughput and not props.fifo:
+        errors.append("fifo_high_throughput=True: allowed only with fifo=True (a standard queue has no FIFO limit)")
+    pollers = props.provisioned_pollers
+    if pollers is None:
+        return
+    if props.max_concurrency is not None:
+        errors.append(
+            f"provisioned_pollers with max_concurrency={props.max_concurrency!r}: give one or the other (Lambda "
+            "refuses both on one event source mapping)"
+        )
+    minimum, maximum = _number(pollers.minimum_pollers), _number(pollers.maximum_pollers)
+    if minimum is not None and not MIN_POLLERS <= minimum <= MAX_MINIMUM_POLLERS:
+        errors.append(
+            f"provisioned_pollers.minimum_pollers={pollers.minimum_pollers!r}: "
+            f"allowed {MIN_POLLERS}..{MAX_MINIMUM_POLLERS}"
+        )
+    if maximum is not None and not MIN_POLLERS <= maximum <= MAX_MAXIMUM_POLLERS:
+        errors.append(
+            f"provisioned_pollers.maximum_pollers={pollers.maximum_pollers!r}: "
+            f"allowed {MIN_POLLERS}..{MAX_MAXIMUM_POLLERS}"
+        )
+    if minimum is not None and maximum is not None and minimum > maximum:
+        errors.append(
+            f"provisioned_pollers: minimum_pollers={pollers.minimum_pollers!r} above "
+            f"maximum_pollers={pollers.maximum_pollers!r}"
+        )

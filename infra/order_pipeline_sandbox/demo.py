@@ -25,6 +25,7 @@ from types import TracebackType
 from typing import Any
 
 from idempotent_order_pipeline.keys import parse_identity_fields
+from idempotent_order_pipeline.powertools import LAYER_ARN_PARAMETER_ID, POWERTOOLS_LAYER_PARAMETER
 from order_pipeline_sandbox import checks, traffic
 from order_pipeline_sandbox.deploy import (
     DEFAULT_STAGE,
@@ -70,6 +71,10 @@ class SandboxOptions:
     work_dir: Path = WORK_DIR
     context: Mapping[str, str] = field(default_factory=dict)
     concurrency: int = DEFAULT_CONCURRENCY
+    #: A stage of the same app deployed first (e.g. the existing resources of a brownfield
+    #: adoption), and which of its outputs become context of ``stage`` (output key -> context key).
+    prerequisite_stage: str | None = None
+    prerequisite_outputs: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -95,6 +100,8 @@ class Sandbox:
         self._exit = contextlib.ExitStack()
         self.endpoint: Endpoint
         self.deployment: Deployment
+        #: The ``prerequisite_stage``'s deployment, when there is one.
+        self.prerequisite: Deployment | None = None
         self.function: DeployedFunction
         self.mapping: QueueMapping
         self.environments: list[FunctionProcess] = []
@@ -159,11 +166,24 @@ class Sandbox:
             layer = publish_powertools_layer(self.endpoint, options.work_dir)
         with self._step("cdk bootstrap"):
             bootstrap(self.endpoint, work_dir=self.run_dir)
+        context = dict(options.context)
+        if options.prerequisite_stage is not None:
+            with self._step(f"cdk deploy {options.prerequisite_stage}/*"):
+                prerequisite = self.prerequisite = deploy(
+                    self.endpoint,
+                    stage=options.prerequisite_stage,
+                    context={"env": options.prerequisite_stage, **options.context},
+                    app_dir=options.app_dir,
+                    work_dir=self.run_dir / "prerequisite",
+                    layer=layer,
+                    required_outputs=tuple(options.prerequisite_outputs),
+                )
+            context |= {key: prerequisite.output(output) for output, key in options.prerequisite_outputs.items()}
         with self._step(f"cdk deploy {options.stage}/*"):
             self.deployment = deploy(
                 self.endpoint,
                 stage=options.stage,
-                context={"env": options.stage, **options.context},
+                context={"env": options.stage, **context},
                 app_dir=options.app_dir,
                 work_dir=self.run_dir,
                 layer=layer,
@@ -350,5 +370,7 @@ def describe(sandbox: Sandbox) -> dict[str, Any]:
         f"{sandbox.function.timeout_seconds} s)",
         "mapping": f"batch {sandbox.mapping.batch_size}, {', '.join(sandbox.mapping.function_response_types) or '-'}, "
         f"maxReceiveCount {sandbox.mapping.max_receive_count}",
+        "layer": f"{', '.join(layer.arn for layer in sandbox.function.layers) or '-'} (deployed through the stack "
+        f"parameter {LAYER_ARN_PARAMETER_ID} = SSM {POWERTOOLS_LAYER_PARAMETER})",
         "skipped": sandbox.deployment.skipped_types,
     }

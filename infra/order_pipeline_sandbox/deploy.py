@@ -1,10 +1,11 @@
 """Deploy the CDK app onto the local endpoint with the real CDK CLI, as a real deploy would.
 
 Steps: publish a Powertools layer into the endpoint (moto rejects layer ARNs it does not hold, so
-the public layer cannot be used), ``cdk bootstrap``, ``cdk deploy <stage>/*`` with
-``-c powertools_layer_arn=<that layer>``, then read the stack outputs and find which template
-resources moto's CloudFormation did not create (it skips types it does not implement, such as
-alarms and queue or topic policies, with only a warning in the server's log).
+the public layer cannot be used) and its ARN as Powertools' public SSM parameter (the construct's
+default layer reads that parameter at deploy, as in AWS), ``cdk bootstrap``, ``cdk deploy
+<stage>/*`` of the app as it is, then read the stack outputs and find which template resources
+moto's CloudFormation did not create (it skips types it does not implement, such as alarms and
+queue or topic policies, with only a warning in the server's log).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from importlib.metadata import distribution
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from idempotent_order_pipeline.powertools import POWERTOOLS_LAYER_PARAMETER
 from order_pipeline_sandbox.server import ACCOUNT, Endpoint
 
 #: The repository root (this package lives in ``infra/order_pipeline_sandbox``).
@@ -34,8 +36,6 @@ WORK_DIR = REPO_ROOT / ".sandbox"
 CDK_CLI = REPO_ROOT / "node_modules" / ".bin" / "cdk"
 #: The stage ``make demo`` deploys; ``cdk deploy dev/*`` selects its stacks.
 DEFAULT_STAGE = "dev"
-#: The context key ``app.py`` reads to replace the public Powertools layer.
-LAYER_CONTEXT_KEY = "powertools_layer_arn"
 #: The Powertools layer is built from these installed distributions (Powertools' own requirements).
 LAYER_DISTRIBUTIONS = ("aws-lambda-powertools", "jmespath", "typing-extensions")
 LAYER_NAME = "sandbox-aws-lambda-powertools"
@@ -137,6 +137,19 @@ def publish_powertools_layer(endpoint: Endpoint, work_dir: Path = WORK_DIR) -> L
     return Layer(arn=response["LayerVersionArn"], zip_path=zip_path, sha256=sha256)
 
 
+def publish_powertools_parameter(endpoint: Endpoint, layer: Layer) -> str:
+    """Put ``layer``'s ARN where Powertools publishes its layer in AWS (the construct's default source).
+
+    Returns the parameter's name. The endpoint accepts this public (``/aws/...``) name thanks to
+    :mod:`.moto_patches`; ``cdk deploy`` then resolves the stack parameter ``PowertoolsLayerArn``
+    from it, exactly as CloudFormation does from Powertools' parameter in AWS.
+    """
+    endpoint.client("ssm").put_parameter(
+        Name=POWERTOOLS_LAYER_PARAMETER, Value=layer.arn, Type="String", Overwrite=True
+    )
+    return POWERTOOLS_LAYER_PARAMETER
+
+
 def cdk_environment(endpoint: Endpoint) -> dict[str, str]:
     """The CLI's environment: the endpoint, the venv's Node first, no prompts, no phoning home.
 
@@ -222,14 +235,17 @@ def deploy(
     app_dir: Path = REPO_ROOT,
     work_dir: Path = WORK_DIR,
     layer: Layer | None = None,
+    required_outputs: Sequence[str] = REQUIRED_OUTPUTS,
 ) -> Deployment:
     """``cdk deploy <stage>/*`` onto the endpoint; return the stack, its outputs and what moto skipped.
 
-    ``context`` adds ``-c key=value`` pairs (the layer's ARN is added when ``layer`` is given).
+    ``context`` adds ``-c key=value`` pairs. With ``layer``, its ARN is first published as
+    Powertools' public SSM parameter, from which the deploy resolves the function's layer.
+    ``required_outputs``: the outputs the stack must have (default: the pipeline's).
     """
     contexts = dict(context or {})
     if layer is not None:
-        contexts[LAYER_CONTEXT_KEY] = layer.arn
+        publish_powertools_parameter(endpoint, layer)
     output_dir = work_dir / "cdk.out"
     outputs_file = work_dir / "outputs.json"
     outputs_file.unlink(missing_ok=True)
@@ -243,7 +259,7 @@ def deploy(
     cloudformation = endpoint.client("cloudformation")
     stack = cloudformation.describe_stacks(StackName=stack_name)["Stacks"][0]
     outputs = {output["OutputKey"]: output["OutputValue"] for output in stack.get("Outputs", [])}
-    missing = [key for key in REQUIRED_OUTPUTS if key not in outputs]
+    missing = [key for key in required_outputs if key not in outputs]
     if missing:
         raise DeployError(f"stack {stack_name} lacks the output(s) {', '.join(missing)}; it has {sorted(outputs)}")
     template = json.loads(_template_body(cloudformation.get_template(StackName=stack_name)["TemplateBody"]))

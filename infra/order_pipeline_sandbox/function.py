@@ -9,7 +9,8 @@ asset shows up when the sandbox runs the function, as it would in AWS.
 Two moto gaps are bridged here, both visible in the report:
 
 * moto's CloudFormation drops a function's ``Layers`` (``GetFunction`` lists none), so the layers
-  are read from the deployed template (``GetTemplate``) and must be layer versions the endpoint
+  are read from the deployed template (``GetTemplate``), a ``{"Ref": ...}`` resolved from the
+  stack's parameters (the construct's ``PowertoolsLayerArn``), and must be layer versions the endpoint
   holds; their content is the zip the sandbox published, checked against the endpoint's
   ``CodeSha256`` (moto returns no download location for layers);
 * moto would run the mapping itself, in Docker, on every ``SendMessage``: :func:`disable_mapping`
@@ -116,14 +117,35 @@ def _code_zip(endpoint: Endpoint, location: str, code_sha256: str) -> bytes:
 
 
 def _template_layers(endpoint: Endpoint, deployment: Deployment, function_name: str) -> list[str]:
-    """The ``Layers`` of the function's resource in the deployed template."""
+    """The ``Layers`` of the function's resource in the deployed template, stack parameters resolved."""
     cloudformation = endpoint.client("cloudformation")
     for page in cloudformation.get_paginator("list_stack_resources").paginate(StackName=deployment.stack_name):
         for summary in page["StackResourceSummaries"]:
             if summary.get("PhysicalResourceId") == function_name:
                 resource = deployment.template["Resources"][summary["LogicalResourceId"]]
-                return [str(arn) for arn in resource.get("Properties", {}).get("Layers", [])]
+                layers = resource.get("Properties", {}).get("Layers", [])
+                parameters = _stack_parameters(endpoint, deployment.stack_name)
+                return [_resolve(layer, parameters) for layer in layers]
     raise DeployedFunctionError(f"function {function_name} is not a resource of stack {deployment.stack_name}")
+
+
+def _stack_parameters(endpoint: Endpoint, stack_name: str) -> dict[str, str]:
+    """The stack's parameter values as deployed (an SSM parameter type: the value read from SSM)."""
+    stack = endpoint.client("cloudformation").describe_stacks(StackName=stack_name)["Stacks"][0]
+    # AWS puts an SSM parameter's value in ResolvedValue; moto puts it in ParameterValue.
+    return {
+        parameter["ParameterKey"]: str(parameter.get("ResolvedValue", parameter.get("ParameterValue", "")))
+        for parameter in stack.get("Parameters", [])
+    }
+
+
+def _resolve(layer: Any, parameters: Mapping[str, str]) -> str:
+    """A layer entry of the template: an ARN, or ``{"Ref": <stack parameter>}``."""
+    if isinstance(layer, dict) and set(layer) == {"Ref"} and layer["Ref"] in parameters:
+        return parameters[layer["Ref"]]
+    if isinstance(layer, str):
+        return layer
+    raise DeployedFunctionError(f"the function's layer {layer!r} is neither an ARN nor a stack parameter")
 
 
 def _layers(endpoint: Endpoint, arns: Sequence[str], published: Mapping[str, Layer]) -> list[Layer]:
@@ -133,8 +155,8 @@ def _layers(endpoint: Endpoint, arns: Sequence[str], published: Mapping[str, Lay
         layer = published.get(arn)
         if layer is None:
             raise DeployedFunctionError(
-                f"the function uses layer {arn}, which the sandbox did not publish; app.py must pass "
-                "the context value powertools_layer_arn on to the construct"
+                f"the function uses layer {arn}, which the sandbox did not publish; the construct's default "
+                "layer must come from the Powertools SSM parameter the sandbox publishes"
             )
         name, version = arn.split(":")[-2:]
         content = client.get_layer_version(LayerName=name, VersionNumber=int(version))["Content"]

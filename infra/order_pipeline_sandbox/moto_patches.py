@@ -37,6 +37,15 @@ two datetimes per call: a receive on a queue of 500 messages took about 80 ms of
 ``moto.sqs.models`` reads ``time.time()`` instead when no datetime is given (the same clock, and
 freezegun still freezes it), about ten times cheaper.
 
+5. The public Powertools parameter: the construct reads its layer ARN at deploy from AWS's public
+SSM parameter ``/aws/service/powertools/python/...`` (a stack parameter of type
+``AWS::SSM::Parameter::Value<String>``, which moto's CloudFormation resolves from its SSM backend,
+``moto/cloudformation/parsing.py``, ``load_parameters``). In AWS only AWS writes under ``/aws``,
+and moto refuses ``PutParameter`` there (``AccessDeniedException``: reserved name), so nothing
+could provide it. With the fix, names under :data:`SEEDABLE_PARAMETER_PREFIX` only are accepted
+(the same validation and versioning, through moto's own method under a stand-in name), so the
+sandbox publishes its local layer's ARN there before ``cdk deploy``, as Powertools does in AWS.
+
 Apply the fixes only in the sandbox and in test set-ups (``apply()`` before ``mock_aws()`` or
 before the server starts); :func:`revert` restores moto's methods.
 """
@@ -66,6 +75,7 @@ from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.dynamo_type import DynamoType, Item
 from moto.dynamodb.models.table import Table
 from moto.sqs import models as sqs_models
+from moto.ssm.models import SimpleSystemManagerBackend
 
 #: The moto version whose ``transact_write_items`` this module re-implements. Another version may
 #: have changed the method; re-read it before widening this.
@@ -76,6 +86,11 @@ MAX_TRANSACTION_ITEMS = 100
 _ORIGINAL_TRANSACT = DynamoDBBackend.transact_write_items
 _ORIGINAL_APPLY_CHANGE_SET = ChangeSet.apply
 _ORIGINAL_CLEAN_JSON = cloudformation_parsing.clean_json
+_ORIGINAL_PUT_PARAMETER = SimpleSystemManagerBackend.put_parameter
+#: The one public (AWS-owned) parameter path the sandbox may write: Powertools' layer ARNs.
+SEEDABLE_PARAMETER_PREFIX = "/aws/service/powertools/"
+# moto stores the parameter under this name while its own put_parameter runs (not reserved).
+_STAND_IN_PREFIX = "/sandbox-seeded"
 # moto.sqs.models imports these two from moto.core.utils (not re-exported, hence vars()).
 _ORIGINAL_SQS_UNIX_TIME = vars(sqs_models)["unix_time"]
 _ORIGINAL_SQS_UNIX_TIME_MILLIS = vars(sqs_models)["unix_time_millis"]
@@ -274,6 +289,24 @@ def sqs_unix_time_millis(dt: datetime.datetime | None = None) -> float:
     return time.time() * 1000.0 if dt is None else float(_ORIGINAL_SQS_UNIX_TIME_MILLIS(dt))
 
 
+def put_parameter(self: SimpleSystemManagerBackend, name: str, *args: Any, **kwargs: Any) -> Any:
+    """moto's ``put_parameter``, also for names under :data:`SEEDABLE_PARAMETER_PREFIX`."""
+    if not name.startswith(SEEDABLE_PARAMETER_PREFIX):
+        return _ORIGINAL_PUT_PARAMETER(self, name, *args, **kwargs)
+    stand_in = _STAND_IN_PREFIX + name
+    parameters = self._parameters
+    if name in parameters:  # earlier versions, so that Overwrite and the version number work
+        parameters[stand_in] = dict.pop(parameters, name)
+    try:
+        return _ORIGINAL_PUT_PARAMETER(self, stand_in, *args, **kwargs)
+    finally:
+        versions = dict.pop(parameters, stand_in, [])
+        for version in versions:
+            version.name = name
+        if versions:
+            parameters[name] = versions
+
+
 def apply() -> None:
     """Install the fixes (idempotent). Raises RuntimeError on a moto version it was not written for."""
     if moto.__version__ != PATCHED_MOTO_VERSION:
@@ -287,6 +320,7 @@ def apply() -> None:
         ChangeSet.apply = apply_change_set  # type: ignore[method-assign]
         cloudformation_parsing.clean_json = clean_json
         vars(sqs_models).update(unix_time=sqs_unix_time, unix_time_millis=sqs_unix_time_millis)
+        SimpleSystemManagerBackend.put_parameter = put_parameter  # type: ignore[method-assign]
 
 
 def revert() -> None:
@@ -296,6 +330,7 @@ def revert() -> None:
         ChangeSet.apply = _ORIGINAL_APPLY_CHANGE_SET  # type: ignore[method-assign]
         cloudformation_parsing.clean_json = _ORIGINAL_CLEAN_JSON
         vars(sqs_models).update(unix_time=_ORIGINAL_SQS_UNIX_TIME, unix_time_millis=_ORIGINAL_SQS_UNIX_TIME_MILLIS)
+        SimpleSystemManagerBackend.put_parameter = _ORIGINAL_PUT_PARAMETER  # type: ignore[method-assign]
 
 
 def is_applied() -> bool:
@@ -305,4 +340,5 @@ def is_applied() -> bool:
         and ChangeSet.apply is apply_change_set
         and cloudformation_parsing.clean_json is clean_json
         and vars(sqs_models)["unix_time_millis"] is sqs_unix_time_millis
+        and SimpleSystemManagerBackend.put_parameter is put_parameter
     )

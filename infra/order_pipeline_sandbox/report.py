@@ -77,6 +77,7 @@ def render(run: ChaosRun, deployed: dict[str, Any], timings: dict[str, float], c
                 f"stack      {deployed['stack']}",
                 f"function   {deployed['function']}",
                 f"mapping    {deployed['mapping']}",
+                f"layer      {deployed.get('layer', '-')}",
                 f"[yellow]moto's CloudFormation skipped these resource types[/]: {skipped}",
                 "Metrics are summed from the function's EMF log lines; crashed invocations emit none.",
                 "A message parked in the DLQ by an invocation that then crashed is redelivered and parked again.",

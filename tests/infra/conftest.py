@@ -15,6 +15,7 @@ from tests.infra.synth import (
     SynthesizedApp,
     customer_managed_key_and_alarm_topic,
     synth_app,
+    synth_brownfield,
     synth_pipeline,
 )
 
@@ -33,7 +34,7 @@ def fifo_pipeline(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
 
 @pytest.fixture(scope="session")
 def cmk_pipeline(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
-    """A customer managed key and an alarm action, plus non-default batching, naming and removal props."""
+    """A customer managed key, an alarm action and a runbook, plus non-default batching, naming and removal props."""
     return synth_pipeline(
         tmp_path_factory.mktemp("cmk"),
         customer_managed_key_and_alarm_topic,
@@ -44,7 +45,15 @@ def cmk_pipeline(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
         identity_fields=("customer_id", "order_id"),
         service_name="orders",
         metrics_namespace="Shop/Orders",
+        runbook_url="https://runbooks.example.com/orders",
     )
+
+
+@pytest.fixture(scope="session")
+def brownfield_pipeline(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
+    """The sandbox's brownfield app: existing queue, DLQ, tables and CMK imported, a VPC with the
+    service endpoints, topic and function overrides, reserved concurrency (the e2e test deploys it)."""
+    return synth_brownfield(tmp_path_factory.mktemp("brownfield"))
 
 
 @pytest.fixture(scope="session")
@@ -58,6 +67,7 @@ def all_configurations(
     default_pipeline: Synthesized,
     fifo_pipeline: Synthesized,
     cmk_pipeline: Synthesized,
+    brownfield_pipeline: Synthesized,
     synthesized_app: SynthesizedApp,
 ) -> dict[str, Synthesized]:
     """Every synthesized configuration by name."""
@@ -65,6 +75,7 @@ def all_configurations(
         "default": default_pipeline,
         "fifo": fifo_pipeline,
         "cmk": cmk_pipeline,
+        "brownfield": brownfield_pipeline,
         **{f"app-{name}": synthesized for name, synthesized in synthesized_app.stages.items()},
     }
 

@@ -109,3 +109,15 @@ def logical_id(stack: cdk.Stack, construct: Any) -> str:
     element = construct if isinstance(construct, cdk.CfnElement) else construct.node.default_child
     assert isinstance(element, cdk.CfnElement)
     return stack.get_logical_id(element)
+
+
+def synth_brownfield(outdir: Path) -> Synthesized:
+    """The sandbox's brownfield app (existing queue, DLQ, tables and key imported; VPC; overrides)."""
+    from order_pipeline_sandbox import brownfield
+
+    app = brownfield.build_app(outdir=str(outdir))
+    app.synth()
+    stage = app.node.find_child(brownfield.PIPELINE_STAGE)
+    stack = stage.node.find_child(brownfield.STACK_ID)
+    assert isinstance(stack, brownfield.BrownfieldPipelineStack)
+    return _synthesize(app, stack, stack.pipeline, outdir)

@@ -3,27 +3,18 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import aws_cdk as cdk
 import pytest
+from aws_cdk.assertions import Template
 
-from idempotent_order_pipeline import OUTCOME_METRICS, IdempotentOrderPipeline
-from tests.infra.synth import Synthesized, SynthesizedApp, logical_id, resources_of_type
+from idempotent_order_pipeline import OUTCOME_METRICS, AlarmThreshold, IdempotentOrderPipeline
+from idempotent_order_pipeline.monitoring import ALARM_KEYS, DEFAULT_RUNBOOK
+from tests.infra.synth import REPO, Synthesized, SynthesizedApp, logical_id, resources_of_type
 
-EXPECTED_ALARMS = {
-    "dead_letter_queue_not_empty",
-    "oldest_message_too_old",
-    "function_errors",
-    "function_throttles",
-    "conflicts",
-    "invalid_messages",
-    "notifications_failed",
-    "processed_events_throttles",
-    "processed_events_system_errors",
-    "order_records_throttles",
-    "order_records_system_errors",
-}
+EXPECTED_ALARMS = set(ALARM_KEYS)
 SUSTAINED = {
     "oldest_message_too_old",
     "function_errors",
@@ -58,8 +49,11 @@ def test_every_alarm_points_at_the_runbook_and_ignores_missing_data(default_pipe
     # WHEN its settings are read
     # THEN no traffic is not an incident, the description names the runbook, and it has no action
     assert properties["TreatMissingData"] == "notBreaching"
-    assert "Runbook: README.md, section 'Alarms'" in properties["AlarmDescription"]
+    assert properties["AlarmDescription"].endswith(f" Runbook ({key}): {DEFAULT_RUNBOOK}")
     assert "AlarmActions" not in properties
+    assert "OKActions" not in properties
+    # AND it is named after the service (the default prefix) and its key
+    assert properties["AlarmName"] == f"TestStack-Pipeline-{key}"
     # AND event alarms fire on the first breaching minute, sustained ones after 3 (the default)
     assert properties["EvaluationPeriods"] == (3 if key in SUSTAINED else 1)
 
@@ -160,15 +154,28 @@ def test_dynamodb_alarms_sum_the_handlers_operations(
     assert all({"Name": "TableName", "Value": {"Ref": table}} in metric["Dimensions"] for metric in metrics)
 
 
-def test_alarm_action_is_added_to_every_alarm(cmk_pipeline: Synthesized) -> None:
-    # GIVEN an alarm_action topic
+def test_alarm_action_is_added_to_every_alarm_on_alarm_and_ok(cmk_pipeline: Synthesized) -> None:
+    # GIVEN an alarm_action topic (ok_actions at its default, True)
     topic = ref(cmk_pipeline, cmk_pipeline.stack.node.find_child("AlarmTopic"))
     # WHEN every alarm is read
     alarms = resources_of_type(cmk_pipeline.template_json, "AWS::CloudWatch::Alarm")
-    # THEN each notifies that topic
+    # THEN each notifies that topic when it fires and when it clears
     assert {json.dumps(alarm["Properties"]["AlarmActions"]) for alarm in alarms.values()} == {
         json.dumps([{"Ref": topic}])
     }
+    assert {json.dumps(alarm["Properties"]["OKActions"]) for alarm in alarms.values()} == {json.dumps([{"Ref": topic}])}
+
+
+def test_runbook_url_is_in_every_description(cmk_pipeline: Synthesized) -> None:
+    # GIVEN runbook_url="https://runbooks.example.com/orders" and service_name="orders"
+    alarms = resources_of_type(cmk_pipeline.template_json, "AWS::CloudWatch::Alarm")
+    # WHEN the descriptions and names are read
+    # THEN each says what it means, then links the team's runbook with the alarm's key; names use the service
+    for key in ALARM_KEYS:
+        properties = alarm_properties(cmk_pipeline, key)
+        assert properties["AlarmDescription"].endswith(f". Runbook ({key}): https://runbooks.example.com/orders")
+        assert properties["AlarmName"] == f"orders-{key}"
+    assert len(alarms) == len(ALARM_KEYS)
 
 
 @pytest.mark.parametrize(("stage", "threshold", "periods"), [("dev", 300, 1), ("prod", 900, 3)])
@@ -254,3 +261,272 @@ def test_default_service_name_is_the_stack_name_and_the_path_in_the_stack(fresh_
     # THEN each is distinct, so one pipeline's alarms never count the other's outcomes
     assert sales.metric_conflicts().dimensions == {"service": "TestStack-Sales-Orders"}
     assert returns.metric_conflicts().dimensions == {"service": "TestStack-Returns-Orders"}
+
+
+@pytest.fixture(scope="module")
+def on_call() -> tuple[cdk.Stack, IdempotentOrderPipeline, dict[str, Any]]:
+    """A pipeline wired for on-call: SNS and Lambda actions, a prefix, overrides, no dashboard, no OK actions."""
+    from aws_cdk import aws_cloudwatch_actions, aws_lambda, aws_sns
+
+    stack = cdk.Stack(cdk.App(), "OnCallStack")
+    pager = aws_sns.Topic(stack, "Pager")
+    responder = aws_lambda.Function.from_function_arn(
+        stack, "Responder", "arn:aws:lambda:eu-west-1:111111111111:function:responder"
+    )
+    pipeline = IdempotentOrderPipeline(
+        stack,
+        "Pipeline",
+        alarm_actions=[aws_cloudwatch_actions.SnsAction(pager), aws_cloudwatch_actions.LambdaAction(responder)],
+        ok_actions=False,
+        alarm_name_prefix="shop-orders",
+        runbook_url="https://wiki.example.com/orders#alarms",
+        alarm_overrides={
+            "conflicts": False,
+            "invalid_messages": True,
+            "function_errors": AlarmThreshold(threshold=5, evaluation_periods=5, datapoints_to_alarm=3),
+            "oldest_message_too_old": AlarmThreshold(evaluation_periods=10),
+        },
+        dashboard=False,
+    )
+    template = Template.from_stack(stack).to_json()
+    return stack, pipeline, template
+
+
+def on_call_alarm(on_call: tuple[cdk.Stack, IdempotentOrderPipeline, dict[str, Any]], key: str) -> dict[str, Any]:
+    stack, pipeline, template = on_call
+    properties: dict[str, Any] = template["Resources"][logical_id(stack, pipeline.alarms[key])]["Properties"]
+    return properties
+
+
+def test_alarm_actions_take_any_alarm_action(
+    on_call: tuple[cdk.Stack, IdempotentOrderPipeline, dict[str, Any]],
+) -> None:
+    # GIVEN alarm_actions=[SnsAction(pager), LambdaAction(responder)] and ok_actions=False
+    stack, _, _ = on_call
+    pager = logical_id(stack, stack.node.find_child("Pager"))
+    # WHEN an alarm is read
+    properties = on_call_alarm(on_call, "dead_letter_queue_not_empty")
+    # THEN it runs both actions when it fires, in order, and none on OK
+    assert properties["AlarmActions"] == [
+        {"Ref": pager},
+        "arn:aws:lambda:eu-west-1:111111111111:function:responder",
+    ]
+    assert "OKActions" not in properties
+
+
+def test_alarm_name_prefix_names_every_alarm(
+    on_call: tuple[cdk.Stack, IdempotentOrderPipeline, dict[str, Any]],
+) -> None:
+    # GIVEN alarm_name_prefix="shop-orders"
+    _, pipeline, _ = on_call
+    # WHEN the alarm names are read
+    names = {key: on_call_alarm(on_call, key)["AlarmName"] for key in pipeline.alarms}
+    # THEN each is the prefix and its key
+    assert names == {key: f"shop-orders-{key}" for key in pipeline.alarms}
+
+
+def test_an_alarm_turned_off_is_not_created(on_call: tuple[cdk.Stack, IdempotentOrderPipeline, dict[str, Any]]) -> None:
+    # GIVEN alarm_overrides={"conflicts": False, "invalid_messages": True, ...}
+    _, pipeline, template = on_call
+    # WHEN the alarms are listed
+    alarms = resources_of_type(template, "AWS::CloudWatch::Alarm")
+    # THEN conflicts has no alarm (neither in `alarms` nor in the template); every other alarm is there
+    assert set(pipeline.alarms) == set(ALARM_KEYS) - {"conflicts"}
+    assert len(alarms) == len(ALARM_KEYS) - 1
+    assert not [a for a in alarms.values() if a["Properties"].get("MetricName") == "Conflicts"]
+
+
+def test_alarm_threshold_overrides_threshold_and_periods(
+    on_call: tuple[cdk.Stack, IdempotentOrderPipeline, dict[str, Any]],
+) -> None:
+    # GIVEN function_errors=AlarmThreshold(threshold=5, evaluation_periods=5, datapoints_to_alarm=3)
+    # AND oldest_message_too_old=AlarmThreshold(evaluation_periods=10)
+    errors = on_call_alarm(on_call, "function_errors")
+    age = on_call_alarm(on_call, "oldest_message_too_old")
+    untouched = on_call_alarm(on_call, "function_throttles")
+    # WHEN the alarms are read
+    # THEN the overridden values are used, the rest keep their defaults
+    assert (errors["Threshold"], errors["EvaluationPeriods"], errors["DatapointsToAlarm"]) == (5, 5, 3)
+    assert (age["Threshold"], age["EvaluationPeriods"]) == (900, 10)
+    assert "DatapointsToAlarm" not in age
+    assert (untouched["Threshold"], untouched["EvaluationPeriods"]) == (1, 3)
+
+
+def test_dashboard_false_creates_no_dashboard(
+    on_call: tuple[cdk.Stack, IdempotentOrderPipeline, dict[str, Any]],
+) -> None:
+    # GIVEN dashboard=False
+    _, pipeline, template = on_call
+    # WHEN the dashboards are listed
+    # THEN there is none, and the attribute says so
+    assert resources_of_type(template, "AWS::CloudWatch::Dashboard") == {}
+    assert pipeline.dashboard is None
+
+
+def test_alarm_factory_adds_alarms_alike(fresh_stack: cdk.Stack) -> None:
+    # GIVEN a pipeline with a prefix, a runbook and an action
+    from aws_cdk import aws_cloudwatch_actions, aws_sns
+
+    topic = aws_sns.Topic(fresh_stack, "Pager")
+    pipeline = IdempotentOrderPipeline(
+        fresh_stack,
+        "Pipeline",
+        alarm_actions=[aws_cloudwatch_actions.SnsAction(topic)],
+        alarm_name_prefix="orders",
+        runbook_url="https://wiki.example.com/orders",
+        alarm_overrides={"function_throttles": False},
+    )
+    # WHEN an alarm is added through its factory again, or one turned off, or one not registered
+    # THEN the factory refuses what would break the contract, and returns None for an alarm turned off
+    with pytest.raises(ValueError, match="alarm key 'function_errors': already created"):
+        pipeline.alarm_factory.add_alarm("function_errors", "Again", pipeline.metric_conflicts(), description="x.")
+    assert (
+        pipeline.alarm_factory.add_alarm("function_throttles", "Off", pipeline.metric_conflicts(), description="x.")
+        is None
+    )
+    with pytest.raises(ValueError, match=r"alarm key 'unregistered': not in monitoring.ALARM_KEYS"):
+        pipeline.alarm_factory.add_alarm("unregistered", "New", pipeline.metric_conflicts(), description="x.")
+    # AND an alarm it creates carries the name, description and actions of the others
+    properties = Template.from_stack(fresh_stack).to_json()["Resources"][
+        logical_id(fresh_stack, pipeline.alarms["conflicts"])
+    ]["Properties"]
+    assert properties["AlarmName"] == "orders-conflicts"
+    assert properties["AlarmDescription"].endswith("Runbook (conflicts): https://wiki.example.com/orders")
+    assert properties["AlarmActions"] == properties["OKActions"] == [{"Ref": logical_id(fresh_stack, topic)}]
+
+
+# CloudWatch list prices, us-east-1 (aws.amazon.com/cloudwatch/pricing): a standard-resolution alarm
+# costs per metric it watches, a dashboard beyond an account's 3 free ones, a custom metric
+# beyond 10 free ones (the handler's EMF outcome metrics, one series each per service).
+ALARM_METRIC_USD = 0.10
+DASHBOARD_USD = 3.00
+CUSTOM_METRIC_USD = 0.30
+
+
+def alarm_metric_count(template: dict[str, Any]) -> int:
+    """Metrics the template's alarms watch (a metric math alarm is billed per metric it reads)."""
+    count = 0
+    for alarm in resources_of_type(template, "AWS::CloudWatch::Alarm").values():
+        properties = alarm["Properties"]
+        count += 1 if "MetricName" in properties else sum("MetricStat" in query for query in properties["Metrics"])
+    return count
+
+
+def test_readme_cost_line_matches_the_default_template(default_pipeline: Synthesized) -> None:
+    # GIVEN the default template and the README's cost line
+    readme = " ".join((REPO / "README.md").read_text().split())
+    template = default_pipeline.template_json
+    alarms = len(resources_of_type(template, "AWS::CloudWatch::Alarm"))
+    metrics = alarm_metric_count(template)
+    dashboards = len(resources_of_type(template, "AWS::CloudWatch::Dashboard"))
+    # WHEN the monthly cost of the defaults is computed from it
+    total = metrics * ALARM_METRIC_USD + dashboards * DASHBOARD_USD + len(OUTCOME_METRICS) * CUSTOM_METRIC_USD
+    # THEN the README states the same counts and total
+    line = (
+        f"{alarms} alarms watching {metrics} metrics ({metrics * ALARM_METRIC_USD:.2f} USD), "
+        f"{dashboards} dashboard ({dashboards * DASHBOARD_USD:.2f} USD) and {len(OUTCOME_METRICS)} custom "
+        f"metrics ({len(OUTCOME_METRICS) * CUSTOM_METRIC_USD:.2f} USD): about {total:.2f} USD per month"
+    )
+    assert line in readme, line
+
+
+def test_readme_alarm_table_has_a_row_per_alarm_key() -> None:
+    # GIVEN the README's "Alarms" table and the runbook the descriptions name
+    readme = (REPO / "README.md").read_text()
+    section = readme.split("## Alarms\n", 1)[1].split("\n## ", 1)[0]
+    first_cells = [line.split("|")[1] for line in section.splitlines() if line.startswith("| `")]
+    documented = {key for cell in first_cells for key in re.findall(r"`(\w+)`", cell)}
+    # WHEN they are compared with the alarm keys
+    # THEN every key has a row (and no row names an alarm that does not exist), and the runbook exists
+    assert documented == set(ALARM_KEYS)
+    assert "### Runbook: when an alarm fires" in readme
+    assert "section 'Runbook: when an alarm fires'" in DEFAULT_RUNBOOK
+
+
+@pytest.mark.parametrize(
+    ("props", "message"),
+    [
+        (
+            {"alarm_overrides": {"conflict": False}},
+            "alarm_overrides['conflict']: unknown alarm; allowed keys ['dead_letter_queue_not_empty',",
+        ),
+        (
+            {"alarm_overrides": {"conflicts": 3}},
+            "alarm_overrides['conflicts']=3: allowed False, True or an AlarmThreshold(...)",
+        ),
+        (
+            {"alarm_overrides": {"conflicts": AlarmThreshold(threshold=0)}},
+            "alarm_overrides['conflicts'].threshold=0: allowed more than 0",
+        ),
+        (
+            {"alarm_overrides": {"function_errors": AlarmThreshold(evaluation_periods=0)}},
+            "alarm_overrides['function_errors'].evaluation_periods=0: allowed 1 or more",
+        ),
+        (
+            {"alarm_overrides": {"function_errors": AlarmThreshold(evaluation_periods=2, datapoints_to_alarm=3)}},
+            "alarm_overrides['function_errors'].datapoints_to_alarm=3: allowed 1..evaluation_periods (2)",
+        ),
+        (
+            {"alarm_overrides": {"function_errors": AlarmThreshold(datapoints_to_alarm=2)}},
+            "alarm_overrides['function_errors'].datapoints_to_alarm=2: needs evaluation_periods in the same",
+        ),
+        (
+            {"alarm_overrides": {"oldest_message_too_old": AlarmThreshold(threshold=60)}},
+            "alarm_overrides['oldest_message_too_old'].threshold=60: set oldest_message_age_threshold instead",
+        ),
+        ({"alarm_name_prefix": ""}, "alarm_name_prefix='': allowed 1..200 printable ASCII characters"),
+        ({"alarm_name_prefix": "commandes-été"}, "alarm_name_prefix='commandes-été': allowed 1..200 printable ASCII"),
+        ({"alarm_name_prefix": "x" * 201}, "allowed 1..200 printable ASCII characters, or None for the service name"),
+        ({"runbook_url": "wiki/orders"}, "runbook_url='wiki/orders': allowed an http(s):// URL of at most 512"),
+    ],
+)
+def test_bad_alarm_props_are_refused_with_the_prop_and_what_is_allowed(
+    fresh_stack: cdk.Stack, props: dict[str, Any], message: str
+) -> None:
+    # GIVEN an alarm prop outside what is allowed
+    # WHEN the pipeline is built
+    # THEN the synth fails, naming the prop, the value and what is allowed
+    with pytest.raises(ValueError, match="invalid props") as raised:
+        IdempotentOrderPipeline(fresh_stack, "Pipeline", **props)
+    assert message in str(raised.value)
+
+
+def test_alarm_prop_errors_are_collected_together(fresh_stack: cdk.Stack) -> None:
+    # GIVEN two bad alarm props and a bad function prop
+    # WHEN the pipeline is built
+    # THEN all three are reported in one error
+    with pytest.raises(ValueError, match="invalid props") as raised:
+        IdempotentOrderPipeline(
+            fresh_stack, "Pipeline", memory_size=1, alarm_name_prefix="", alarm_overrides={"nope": False}
+        )
+    message = str(raised.value)
+    assert "memory_size=1" in message
+    assert "alarm_name_prefix=''" in message
+    assert "alarm_overrides['nope']" in message
+
+
+def test_alarms_with_actions_but_no_runbook_url_warn(fresh_stack: cdk.Stack) -> None:
+    # GIVEN alarms with an action and no runbook_url
+    from aws_cdk import aws_sns
+    from aws_cdk.assertions import Annotations, Match
+
+    IdempotentOrderPipeline(fresh_stack, "Pipeline", alarm_action=aws_sns.Topic(fresh_stack, "Pager"))
+    # WHEN the annotations are read
+    # THEN a warning says to pass runbook_url
+    Annotations.from_stack(fresh_stack).has_warning(
+        "/TestStack/Pipeline", Match.string_like_regexp("alarms notify on-call but runbook_url=None")
+    )
+
+
+def test_override_values_that_are_tokens_are_left_to_cloudformation(fresh_stack: cdk.Stack) -> None:
+    # GIVEN a threshold given as a CloudFormation parameter
+    threshold = cdk.CfnParameter(fresh_stack, "Threshold", type="Number", default=5).value_as_number
+    # WHEN the pipeline is built
+    pipeline = IdempotentOrderPipeline(
+        fresh_stack, "Pipeline", alarm_overrides={"conflicts": AlarmThreshold(threshold=threshold)}
+    )
+    # THEN it is not checked at synth, and the alarm uses the parameter
+    properties = Template.from_stack(fresh_stack).to_json()["Resources"][
+        logical_id(fresh_stack, pipeline.alarms["conflicts"])
+    ]["Properties"]
+    assert properties["Threshold"] == {"Ref": "Threshold"}

@@ -1,16 +1,22 @@
-"""cdk-nag (AwsSolutions + Serverless) and cfn-lint on every synthesized configuration."""
+"""cdk-nag (AwsSolutions + Serverless), cfn-lint and checkov on every synthesized configuration."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import shutil
+import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cfnlint.api import ManualArgs, lint_file
 
-from tests.infra.synth import REPO, Synthesized
+from idempotent_order_pipeline import compliance
+from tests.infra.synth import REPO, Synthesized, logical_id
 
-CONFIGURATIONS = ["default", "fifo", "cmk", "app-dev", "app-prod"]
+CONFIGURATIONS = ["default", "fifo", "cmk", "brownfield", "app-dev", "app-prod"]
 NAG_PACKS = {"AwsSolutions", "Serverless"}
 # cfn-lint findings accepted, each with its reason:
 # - W3005 "dependency already enforced by a GetAtt": aws-cdk-lib's Function always adds an explicit
@@ -21,11 +27,28 @@ ACCEPTED_CFN_LINT_RULES = {"W3005"}
 LINT_REGIONS = ["us-east-1", "eu-west-1", "ap-southeast-2"]
 
 
-def readme_acknowledgements() -> set[str]:
-    """The rule ids listed in README.md's "cdk-nag acknowledgements" section."""
+README_SECTION = "## cdk-nag and checkov acknowledgements"
+#: checkov runs from its own virtualenv (requirements-checkov.txt; `make venv` creates it).
+CHECKOV = Path(os.environ.get("CHECKOV", REPO / ".venv-checkov" / "bin" / "checkov"))
+SHIPPED_CHECKOV_REASONS = {s.check_id: s.reason for s, _ in compliance.CHECKOV_SUPPRESSIONS}
+
+
+def readme_section() -> str:
     readme = (REPO / "README.md").read_text()
-    section = readme.split("## cdk-nag acknowledgements", 1)[1].split("\n## ", 1)[0]
-    return set(re.findall(r"`((?:AwsSolutions|Serverless)-[A-Za-z0-9]+(?:\[[^\]`]+\])?)`", section))
+    return readme.split(README_SECTION, 1)[1].split("\n## ", 1)[0]
+
+
+def readme_acknowledgements() -> set[str]:
+    """The cdk-nag rule ids listed in README.md's acknowledgements section."""
+    return set(re.findall(r"`((?:AwsSolutions|Serverless)-[A-Za-z0-9]+(?:\[[^\]`]+\])?)`", readme_section()))
+
+
+def readme_checkov_rows() -> dict[str, str]:
+    """checkov check id -> the reason in the README's table."""
+    return {
+        check_id: reason.strip()
+        for check_id, reason in re.findall(r"^\| `(CKV_AWS_\d+)` \| [^|]+ \| ([^|]+) \|$", readme_section(), re.M)
+    }
 
 
 @pytest.mark.parametrize("configuration", CONFIGURATIONS)
@@ -34,8 +57,10 @@ def test_cdk_nag_finds_nothing_unacknowledged(all_configurations: dict[str, Synt
     report = all_configurations[configuration].nag_report
     # WHEN the validation report is read
     reports = {plugin["pluginName"]: plugin for plugin in report["pluginReports"]}
-    # THEN both packs ran and succeeded with no violation left
-    assert set(reports) == NAG_PACKS
+    # THEN every pack that found something succeeded with no violation left (cdk-nag reports a pack
+    # only when it has a finding, acknowledged or not: a pack absent here found nothing at all)
+    assert set(reports) <= NAG_PACKS
+    assert reports
     for name, plugin in reports.items():
         assert plugin["conclusion"] == "success", name
         assert plugin["violations"] == [], name
@@ -68,3 +93,184 @@ def test_cfn_lint_passes(all_configurations: dict[str, Synthesized], configurati
     # THEN it finds nothing but the accepted, justified warnings
     unexpected = [f"{m.rule.id} {m.message} ({m.path})" for m in matches if m.rule.id not in ACCEPTED_CFN_LINT_RULES]
     assert unexpected == []
+
+
+@pytest.fixture(scope="module")
+def checkov_report(all_configurations: dict[str, Synthesized], tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """One checkov run (CloudFormation framework, every check) over every configuration's template."""
+    if not CHECKOV.exists():
+        pytest.fail(f"{CHECKOV} not found: run `make venv` (it creates .venv-checkov from requirements-checkov.txt)")
+    directory = tmp_path_factory.mktemp("checkov")
+    for name in CONFIGURATIONS:
+        shutil.copy(all_configurations[name].template_path, directory / f"{name}.json")
+    completed = subprocess.run(  # noqa: S603 - a fixed executable from the repository's venv
+        [str(CHECKOV), "--directory", str(directory), "--framework", "cloudformation", "--output", "json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    # checkov exits 1 when a check fails; the report says which.
+    assert completed.returncode in (0, 1), completed.stderr[-2000:]
+    return json.loads(completed.stdout)
+
+
+def checkov_results(report: Any, configuration: str, kind: str) -> list[dict[str, Any]]:
+    return [check for check in report["results"][kind] if Path(check["file_path"]).name == f"{configuration}.json"]
+
+
+@pytest.mark.parametrize("configuration", CONFIGURATIONS)
+def test_checkov_finds_nothing_without_a_shipped_reason(checkov_report: Any, configuration: str) -> None:
+    # GIVEN checkov's report on a configuration's template
+    failed = checkov_results(checkov_report, configuration, "failed_checks")
+    skipped = checkov_results(checkov_report, configuration, "skipped_checks")
+    passed = checkov_results(checkov_report, configuration, "passed_checks")
+    # WHEN its findings are read
+    # THEN nothing failed, the template parsed, and every skip is one the construct ships, with its reason
+    assert [f"{c['check_id']} {c['resource']}" for c in failed] == []
+    assert checkov_report["results"]["parsing_errors"] == []
+    assert passed
+    for check in skipped:
+        assert check["check_result"]["suppress_comment"] == SHIPPED_CHECKOV_REASONS[check["check_id"]], check[
+            "resource"
+        ]
+
+
+def test_checkov_skips_follow_the_key(checkov_report: Any, cmk_pipeline: Synthesized) -> None:
+    # GIVEN the default pipeline (no key) and the CMK one
+    default_skips = {
+        (c["check_id"], c["resource"].split(".")[0])
+        for c in checkov_results(checkov_report, "default", "skipped_checks")
+    }
+    cmk_skips = {c["check_id"] for c in checkov_results(checkov_report, "cmk", "skipped_checks")}
+    cmk_passed = {c["check_id"] for c in checkov_results(checkov_report, "cmk", "passed_checks")}
+    # WHEN the encryption checks are compared
+    # THEN without a key they are skipped with the reason; with one they pass on their own
+    assert {
+        ("CKV_AWS_27", "AWS::SQS::Queue"),
+        ("CKV_AWS_119", "AWS::DynamoDB::Table"),
+        ("CKV_AWS_158", "AWS::Logs::LogGroup"),
+    } <= default_skips
+    assert {"CKV_AWS_27", "CKV_AWS_119", "CKV_AWS_158"} <= cmk_passed
+    assert cmk_skips == {"CKV_AWS_116", "CKV_AWS_117", "CKV_AWS_115", "CKV_AWS_173"}
+
+
+def test_checkov_suppressions_are_metadata_on_the_narrowest_resource(cmk_pipeline: Synthesized) -> None:
+    # GIVEN the CMK pipeline
+    resources = cmk_pipeline.template_json["Resources"]
+    function = resources[logical_id(cmk_pipeline.stack, cmk_pipeline.pipeline.function)]
+    queue = resources[logical_id(cmk_pipeline.stack, cmk_pipeline.pipeline.queue)]
+    # WHEN the resources' metadata is read
+    # THEN the function carries its four skips, each with id and comment; the queue carries none
+    assert function["Metadata"]["checkov"] == {
+        "skip": [
+            {"id": check_id, "comment": SHIPPED_CHECKOV_REASONS[check_id]}
+            for check_id in ("CKV_AWS_116", "CKV_AWS_117", "CKV_AWS_115", "CKV_AWS_173")
+        ]
+    }
+    assert "checkov" not in queue.get("Metadata", {})
+
+
+@pytest.mark.parametrize(
+    ("facts", "expected"),
+    [
+        (
+            compliance.PipelineFacts(customer_managed_key=False, function_in_vpc=False, reserved_concurrency=False),
+            ["CKV_AWS_27", "CKV_AWS_119", "CKV_AWS_158", "CKV_AWS_116", "CKV_AWS_117", "CKV_AWS_115", "CKV_AWS_173"],
+        ),
+        (
+            compliance.PipelineFacts(customer_managed_key=True, function_in_vpc=True, reserved_concurrency=True),
+            ["CKV_AWS_116", "CKV_AWS_111", "CKV_AWS_173"],
+        ),
+    ],
+)
+def test_a_suppression_applies_only_where_its_reason_holds(
+    facts: compliance.PipelineFacts, expected: list[str]
+) -> None:
+    # GIVEN a pipeline's facts (key, VPC, reserved concurrency)
+    # WHEN the applicable suppressions are listed
+    # THEN a VPC, reserved concurrency or a key each removes the skip it makes unnecessary
+    assert [s.check_id for s in compliance.applicable(facts)] == expected
+
+
+def test_readme_table_lists_every_checkov_suppression_with_its_reason() -> None:
+    # GIVEN the suppressions the construct ships
+    # WHEN the README's table is read
+    rows = readme_checkov_rows()
+    # THEN it has one row per check id, with the same reason
+    assert rows == SHIPPED_CHECKOV_REASONS
+
+
+def test_log_group_is_encrypted_with_the_customer_managed_key(cmk_pipeline: Synthesized) -> None:
+    # GIVEN a pipeline with encryption_key
+    stack = cmk_pipeline.stack
+    key = logical_id(stack, stack.node.find_child("PipelineKey"))
+    resources = cmk_pipeline.template_json["Resources"]
+    log_group = resources[logical_id(stack, cmk_pipeline.pipeline.node.find_child("FunctionLogGroup"))]
+    # WHEN the log group and the key policy are read
+    statements = {s.get("Sid"): s for s in resources[key]["Properties"]["KeyPolicy"]["Statement"]}
+    # THEN the log group uses the key, and the key lets this region's CloudWatch Logs use it for
+    # this account's log groups only (the encryption context names the log group)
+    assert log_group["Properties"]["KmsKeyId"] == {"Fn::GetAtt": [key, "Arn"]}
+    statement = statements["LetCloudWatchLogsEncryptThePipelineLogGroup"]
+    assert statement["Principal"] == {
+        "Service": {"Fn::Join": ["", ["logs.", {"Ref": "AWS::Region"}, ".", {"Ref": "AWS::URLSuffix"}]]}
+    }
+    assert statement["Action"] == [
+        "kms:Encrypt",
+        "kms:Decrypt",
+        "kms:ReEncryptFrom",
+        "kms:ReEncryptTo",
+        "kms:GenerateDataKey",
+        "kms:GenerateDataKeyWithoutPlaintext",
+        "kms:DescribeKey",
+    ]
+    assert statement["Condition"] == {
+        "ArnLike": {
+            "kms:EncryptionContext:aws:logs:arn": {
+                "Fn::Join": [
+                    "",
+                    [
+                        "arn:",
+                        {"Ref": "AWS::Partition"},
+                        ":logs:",
+                        {"Ref": "AWS::Region"},
+                        ":",
+                        {"Ref": "AWS::AccountId"},
+                        ":log-group:*",
+                    ],
+                ]
+            }
+        }
+    }
+
+
+def test_log_group_without_a_key_is_not_encrypted_with_one(default_pipeline: Synthesized) -> None:
+    # GIVEN the default pipeline
+    log_group = default_pipeline.template_json["Resources"][
+        logical_id(default_pipeline.stack, default_pipeline.pipeline.node.find_child("FunctionLogGroup"))
+    ]
+    # WHEN its encryption is read
+    # THEN CloudWatch Logs' own encryption applies (no key to depend on)
+    assert "KmsKeyId" not in log_group["Properties"]
+
+
+def test_an_imported_key_warns_that_its_policy_must_allow_cloudwatch_logs() -> None:
+    # GIVEN a pipeline with an imported key (its policy cannot be changed by this stack)
+    import aws_cdk as cdk
+    from aws_cdk import aws_kms
+    from aws_cdk.assertions import Annotations, Match
+
+    from idempotent_order_pipeline import IdempotentOrderPipeline
+
+    stack = cdk.Stack(cdk.App(), "ImportedKeyStack")
+    key = aws_kms.Key.from_key_arn(
+        stack, "Key", "arn:aws:kms:eu-west-1:111111111111:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+    )
+    IdempotentOrderPipeline(stack, "Pipeline", encryption_key=key)
+    # WHEN the annotations are read
+    # THEN a warning says what the key's owner must allow
+    Annotations.from_stack(stack).has_warning(
+        "/ImportedKeyStack/Pipeline",
+        Match.string_like_regexp("encryption_key is imported: its key policy must let logs"),
+    )

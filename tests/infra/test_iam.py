@@ -9,7 +9,8 @@ import pytest
 from aws_cdk import aws_iam, aws_sns_subscriptions, aws_sqs
 from aws_cdk.assertions import Match, Template
 
-from idempotent_order_pipeline import IdempotentOrderPipeline
+from idempotent_order_pipeline import IdempotentOrderPipeline, permissions
+from idempotent_order_pipeline.construct import VPC_NETWORK_INTERFACE_ACTIONS
 from tests.infra.synth import Synthesized, customer_managed_key_and_alarm_topic, logical_id, resources_of_type
 
 
@@ -50,13 +51,20 @@ def test_no_statement_has_a_wildcard_action(all_configurations: dict[str, Synthe
 @pytest.mark.parametrize("configuration", ["default", "fifo", "cmk"])
 def test_only_xray_uses_a_wildcard_resource(all_configurations: dict[str, Synthesized], configuration: str) -> None:
     # GIVEN a synthesized configuration
-    statements = function_statements(all_configurations[configuration])
+    synthesized = all_configurations[configuration]
+    statements = function_statements(synthesized)
     # WHEN the statements on resource "*" are collected
     wildcard = [statement for statement in statements if "*" in as_list(statement["Resource"])]
-    # THEN only X-Ray's, which supports no resource-level permissions
-    assert [sorted(as_list(statement["Action"])) for statement in wildcard] == [
-        ["xray:PutTelemetryRecords", "xray:PutTraceSegments"]
-    ]
+    # THEN only X-Ray's (with tracing) and the VPC network interfaces' (with a VPC), which support
+    # no resource-level permissions
+    function = resources_of_type(synthesized.template_json, "AWS::Lambda::Function")
+    (function_properties,) = (resource["Properties"] for resource in function.values())
+    expected = []
+    if "VpcConfig" in function_properties:
+        expected.append(sorted(VPC_NETWORK_INTERFACE_ACTIONS))
+    if function_properties.get("TracingConfig") == {"Mode": "Active"}:
+        expected.append(["xray:PutTelemetryRecords", "xray:PutTraceSegments"])
+    assert sorted(sorted(as_list(statement["Action"])) for statement in wildcard) == sorted(expected)
 
 
 def test_handler_statements_name_exact_actions_and_resources(default_pipeline: Synthesized) -> None:
@@ -216,8 +224,9 @@ def test_grant_subscribe_allows_subscribing_to_the_topic(granted: tuple[Template
     template, grants = granted
     stack, pipeline = grants["stack"], grants["pipeline"]
     # WHEN its policy is read
-    # THEN it may subscribe to the notifications topic, nothing else
+    # THEN it may subscribe to the notifications topic, nothing else, and the grant reports success
     assert isinstance(grants["subscribe"], aws_iam.Grant)
+    assert grants["subscribe"].success
     template.has_resource_properties(
         "AWS::IAM::Policy",
         {
@@ -249,3 +258,144 @@ def test_add_subscription_subscribes_the_endpoint(granted: tuple[Template, dict[
             "Endpoint": {"Fn::GetAtt": [Match.string_like_regexp("^Inbox"), "Arn"]},
         },
     )
+
+
+OTHER_ACCOUNT = "999999999999"
+OTHER_ACCOUNT_ROOT = {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, f":iam::{OTHER_ACCOUNT}:root"]]}
+OTHER_ACCOUNT_ROLE = f"arn:aws:iam::{OTHER_ACCOUNT}:role/producer"
+
+
+@pytest.fixture(scope="module")
+def cross_account() -> tuple[Template, dict[str, Any]]:
+    """A CMK pipeline granting send and subscribe to another account's root and to one of its roles."""
+    stack = cdk.Stack(cdk.App(), "CrossAccountStack")
+    pipeline = IdempotentOrderPipeline(stack, "Pipeline", **customer_managed_key_and_alarm_topic(stack))
+    account = aws_iam.AccountPrincipal(OTHER_ACCOUNT)
+    role = aws_iam.ArnPrincipal(OTHER_ACCOUNT_ROLE)
+    grants = {
+        "send": pipeline.grant_send_orders(account),
+        "subscribe": pipeline.grant_subscribe(account),
+        "send_role": pipeline.grant_send_orders(role),
+        "stack": stack,
+        "pipeline": pipeline,
+    }
+    return Template.from_stack(stack), grants
+
+
+def policy_statements(template: Template, resource_type: str, document_key: str) -> list[dict[str, Any]]:
+    """Every statement of every policy document of one resource type."""
+    return [
+        statement
+        for resource in template.find_resources(resource_type).values()
+        for statement in resource["Properties"][document_key]["Statement"]
+    ]
+
+
+def test_cross_account_send_grant_adds_a_queue_policy_statement(cross_account: tuple[Template, dict[str, Any]]) -> None:
+    # GIVEN another account granted send on a CMK pipeline
+    template, grants = cross_account
+    queue = logical_id(grants["stack"], grants["pipeline"].queue)
+    # WHEN the queue policy is read
+    statements = policy_statements(template, "AWS::SQS::QueuePolicy", "PolicyDocument")
+    # THEN the grant took effect through the resource policy: the queue policy names that account
+    assert grants["send"].success
+    grants["send"].assert_success()
+    assert {
+        "Effect": "Allow",
+        "Action": ["sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"],
+        "Principal": {"AWS": OTHER_ACCOUNT_ROOT},
+        "Resource": {"Fn::GetAtt": [queue, "Arn"]},
+    } in statements
+
+
+def test_cross_account_send_grant_adds_a_key_policy_statement(cross_account: tuple[Template, dict[str, Any]]) -> None:
+    # GIVEN another account and a role of it granted send on a CMK pipeline
+    template, _ = cross_account
+    # WHEN the key policy is read
+    statements = policy_statements(template, "AWS::KMS::Key", "KeyPolicy")
+    # THEN the key lets each encrypt (GenerateDataKey) and decrypt, named in the key policy
+    for principal in (OTHER_ACCOUNT_ROOT, OTHER_ACCOUNT_ROLE):
+        assert {
+            "Effect": "Allow",
+            "Action": ["kms:GenerateDataKey", "kms:Decrypt"],
+            "Principal": {"AWS": principal},
+            "Resource": "*",
+        } in statements
+
+
+def test_cross_account_role_is_named_in_the_queue_policy(cross_account: tuple[Template, dict[str, Any]]) -> None:
+    # GIVEN a role of another account (by ARN) granted send
+    template, grants = cross_account
+    # WHEN the queue policy is read
+    statements = policy_statements(template, "AWS::SQS::QueuePolicy", "PolicyDocument")
+    # THEN the queue policy names exactly that role, and the grant reports success
+    assert grants["send_role"].success
+    assert [s["Principal"] for s in statements if s["Effect"] == "Allow"] == [
+        {"AWS": OTHER_ACCOUNT_ROOT},
+        {"AWS": OTHER_ACCOUNT_ROLE},
+    ]
+
+
+def test_cross_account_subscribe_grant_adds_a_topic_policy_statement(
+    cross_account: tuple[Template, dict[str, Any]],
+) -> None:
+    # GIVEN another account granted subscribe
+    template, grants = cross_account
+    topic = logical_id(grants["stack"], grants["pipeline"].topic)
+    # WHEN the topic policy is read
+    statements = policy_statements(template, "AWS::SNS::TopicPolicy", "PolicyDocument")
+    # THEN the topic policy lets that account subscribe, and the grant reports success
+    assert grants["subscribe"].success
+    allows = [s for s in statements if s["Effect"] == "Allow"]
+    assert [{key: value for key, value in s.items() if key != "Sid"} for s in allows] == [
+        {
+            "Effect": "Allow",
+            "Action": "sns:Subscribe",
+            "Principal": {"AWS": OTHER_ACCOUNT_ROOT},
+            "Resource": {"Ref": topic},
+        }
+    ]
+
+
+def test_cross_account_grants_add_no_identity_policy(cross_account: tuple[Template, dict[str, Any]]) -> None:
+    # GIVEN grants to principals of another account only
+    template, grants = cross_account
+    role_id = logical_id(grants["stack"], grants["pipeline"].function.role)
+    # WHEN the identity policies are listed
+    policies = template.find_resources("AWS::IAM::Policy")
+    # THEN the only one is the function's own: nothing was written into this account for the grantee
+    assert [policy["Properties"]["Roles"] for policy in policies.values()] == [[{"Ref": role_id}]]
+
+
+def test_same_account_grants_add_no_resource_policy(granted: tuple[Template, dict[str, Any]]) -> None:
+    # GIVEN roles of the pipeline's own account granted send and subscribe
+    template, grants = granted
+    queue = {"Fn::GetAtt": [logical_id(grants["stack"], grants["pipeline"].queue), "Arn"]}
+    # WHEN the queue, topic and key policies are read
+    queue_allows = [
+        s
+        for s in policy_statements(template, "AWS::SQS::QueuePolicy", "PolicyDocument")
+        if s["Effect"] == "Allow" and s["Resource"] == queue
+    ]
+    topic_allows = [
+        s for s in policy_statements(template, "AWS::SNS::TopicPolicy", "PolicyDocument") if s["Effect"] == "Allow"
+    ]
+    key_principals = [s["Principal"] for s in policy_statements(template, "AWS::KMS::Key", "KeyPolicy")]
+    # THEN the identity policies suffice: no queue or topic statement allows anything, and the key
+    # policy keeps only the account root and the CloudWatch service statement
+    assert queue_allows == []
+    assert topic_allows == []
+    assert all("999999999999" not in str(principal) for principal in key_principals)
+    assert {"Service": "cloudwatch.amazonaws.com"} in key_principals
+
+
+def test_cross_account_grant_on_an_imported_queue_adds_no_policy() -> None:
+    # GIVEN an imported queue of another account, whose policy this stack may not change
+    stack = cdk.Stack(cdk.App(), "ImportStack")
+    queue = aws_sqs.Queue.from_queue_arn(stack, "Imported", "arn:aws:sqs:eu-west-1:111111111111:orders")
+    # WHEN a third account is granted send on it
+    permissions.grant_send_orders(aws_iam.AccountPrincipal(OTHER_ACCOUNT), queue=queue, encryption_key=None)
+    # THEN nothing is written (the queue's owner must add the statement, as the docstring says)
+    template = Template.from_stack(stack)
+    assert template.find_resources("AWS::SQS::QueuePolicy") == {}
+    assert template.find_resources("AWS::IAM::Policy") == {}

@@ -78,6 +78,13 @@ def test_snapshot_cmk_and_alarm_action(cmk_pipeline: Synthesized, snapshot_json:
     assert masked(cmk_pipeline.template_json) == snapshot_json
 
 
+def test_snapshot_brownfield(brownfield_pipeline: Synthesized, snapshot_json: SnapshotAssertion) -> None:
+    # GIVEN an existing queue, DLQ, tables and CMK (imported), a VPC with endpoints and overrides
+    # WHEN the template is masked
+    # THEN it matches the reviewed snapshot
+    assert masked(brownfield_pipeline.template_json) == snapshot_json
+
+
 def test_snapshot_prod_stage(synthesized_app: SynthesizedApp, snapshot_json: SnapshotAssertion) -> None:
     # GIVEN the prod stage as app.py builds it from cdk.json
     # WHEN the template is masked

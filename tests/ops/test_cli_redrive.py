@@ -8,7 +8,9 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
+from moto.sqs import models as moto_sqs_models
 
+from idempotent_order_pipeline._lambda_asset.order_events.parked import PARKED_ATTRIBUTE, REASON_ATTRIBUTES
 from idempotent_order_pipeline.cli import dead_letters
 from idempotent_order_pipeline.cli.dead_letters import RedriveReport, wait_for_move_task
 from idempotent_order_pipeline.keys import derive_event_id
@@ -55,7 +57,7 @@ def test_the_loop_returns_parked_messages_as_the_producer_sent_them(ops: OpsWorl
     ops.sqs.send_message(QueueUrl=ops.queue_url, MessageBody='{"order_id": ""}', MessageAttributes=attributes)
     ops.consume()
     [parked] = ops.receive_all(ops.dlq_url, delete=False)
-    assert {"error_code", "original_attributes"} <= set(parked["MessageAttributes"])
+    assert set(parked["MessageAttributes"]) == {*REASON_ATTRIBUTES, PARKED_ATTRIBUTE}
     ops.sqs.change_message_visibility(QueueUrl=ops.dlq_url, ReceiptHandle=parked["ReceiptHandle"], VisibilityTimeout=0)
     # WHEN it is redriven with the loop
     result = ops.run("redrive", "--method", "loop", "--wait-seconds", "0")
@@ -367,3 +369,154 @@ def test_messages_that_fail_again_during_the_redrive_are_not_moved_again(ops: Op
     assert "left 2 that arrived after the redrive started" in result.stdout
     assert sqs.sends == 1
     assert ops.visible_count(ops.dlq_url) == 2
+
+
+# --- robustness of the loop (issue 11.8) -------------------------------------------------------------
+
+PRODUCER_ATTRIBUTE_SETS = [
+    pytest.param({"original_attributes": "not json"}, id="original_attributes-not-json"),
+    pytest.param({"original_attributes": '{"a": 1}', "trace": "t-1"}, id="original_attributes-other-json"),
+    pytest.param({"original_attributes": "{}", "error_code": "MINE", "source_message_id": "m-0"}, id="reason-names"),
+    pytest.param(
+        {
+            "original_attributes": "x",
+            "error_code": "MINE",
+            **{f"t{i}": f"{i}" for i in range(7)},
+            "idempotency_key": "k",
+        },
+        id="ten-attributes-packed",
+    ),
+]
+
+
+def _string_attributes(values: Mapping[str, str]) -> dict[str, Any]:
+    return {name: {"DataType": "String", "StringValue": value} for name, value in values.items()}
+
+
+@pytest.mark.parametrize("values", PRODUCER_ATTRIBUTE_SETS)
+def test_producer_attributes_with_the_consumers_names_pass_through_a_park_and_a_redrive(
+    ops: OpsWorld, values: Mapping[str, str]
+) -> None:
+    # GIVEN a producer's message whose own attributes include original_attributes (and, in some
+    # cases, the reason attributes' names), with a body the consumer parks as invalid
+    attributes = _string_attributes(values)
+    ops.sqs.send_message(QueueUrl=ops.queue_url, MessageBody='{"order_id": ""}', MessageAttributes=attributes)
+    ops.consume()
+    # WHEN the consumer has parked it: the reason is the consumer's, not the producer's
+    [letter] = json.loads("[" + ",".join(ops.run("dlq", "list", "--json").stdout.splitlines()) + "]")
+    assert letter["error_code"] == "INVALID_MESSAGE"
+    # AND it is redriven with the loop
+    result = ops.run("redrive", "--method", "loop", "--wait-seconds", "0")
+    # THEN the loop did not crash and the message is back with exactly the producer's attributes
+    assert result.exit_code == 0, result.output
+    assert "moved 1 message(s)" in result.stdout
+    [back] = ops.receive_all(ops.queue_url)
+    assert back["Body"] == '{"order_id": ""}'
+    assert back["MessageAttributes"] == attributes
+    assert ops.visible_count(ops.dlq_url) == 0
+
+
+def test_a_producer_attribute_named_original_attributes_survives_a_move_by_the_queue(ops: OpsWorld) -> None:
+    # GIVEN a message SQS moved to the DLQ (no consumer mark) with a producer's original_attributes
+    attributes = _string_attributes({"original_attributes": "not json", "error_code": "MINE"})
+    ops.dead_letter(ORDERS[0], attributes)
+    # WHEN it is listed and redriven
+    [listed] = ops.run("dlq", "list", "--json").stdout.splitlines()
+    result = ops.run("redrive", "--method", "loop", "--wait-seconds", "0")
+    # THEN it counts as moved by the queue (the producer's error_code is not a reason) and goes back as it was
+    assert json.loads(listed)["error_code"] == "MAX_RECEIVES"
+    assert result.exit_code == 0, result.output
+    assert "[1 MAX_RECEIVES]" in result.stdout
+    [back] = ops.receive_all(ops.queue_url)
+    assert back["MessageAttributes"] == attributes
+
+
+class ConsumingSqs:
+    """An SQS client after whose every SendMessageBatch to the queue the real consumer runs at once,
+    as a busy Lambda would: a message that always fails is parked again while the redrive runs."""
+
+    def __init__(self, ops: OpsWorld) -> None:
+        self._ops = ops
+        self.sends = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._ops.sqs, name)
+
+    def send_message_batch(self, *, QueueUrl: str, Entries: list[dict[str, Any]]) -> dict[str, Any]:
+        self.sends += 1
+        assert self.sends < 20, "the redrive keeps moving the messages the consumer parked again"
+        response = dict(self._ops.sqs.send_message_batch(QueueUrl=QueueUrl, Entries=Entries))
+        if QueueUrl == self._ops.queue_url:
+            self._ops.consume()
+        return response
+
+
+@pytest.mark.parametrize("skew_seconds", [120, -120], ids=["operator-ahead", "operator-behind"])
+@pytest.mark.parametrize("way_back", ["parked-by-the-consumer", "moved-by-the-queue"])
+def test_an_always_failing_message_goes_round_once_whatever_the_operators_clock(
+    ops: OpsWorld, monkeypatch: pytest.MonkeyPatch, skew_seconds: int, way_back: str
+) -> None:
+    # GIVEN SQS's clock (SentTimestamp, visibility) differs from the operator's by 120 s
+    real = moto_sqs_models.unix_time_millis
+    monkeypatch.setattr(moto_sqs_models, "unix_time_millis", lambda: real() - skew_seconds * 1000)
+    # AND two messages that always fail are in the DLQ (parked as invalid by the consumer)
+    for _ in range(2):
+        ops.sqs.send_message(QueueUrl=ops.queue_url, MessageBody="not json")
+    ops.consume()
+    assert ops.visible_count(ops.dlq_url) == 2
+    # AND each copy sent back fails again during the redrive: the consumer parks it again, or (as
+    # SQS's redrive policy does after maxReceiveCount) it lands in the DLQ as the same message
+    sqs = (
+        ConsumingSqs(ops) if way_back == "parked-by-the-consumer" else ReparkingSqs(ops.sqs, ops.queue_url, ops.dlq_url)
+    )
+    # WHEN the DLQ is redriven
+    result = ops.run("redrive", "--method", "loop", "--wait-seconds", "0", sqs=sqs)
+    # THEN each went round exactly once and the copies that came back are left in the DLQ, visible
+    assert result.exit_code == 0, result.output
+    assert "moved 2 message(s)" in result.stdout
+    assert "left 2 that arrived after the redrive started" in result.stdout
+    assert sqs.sends == 1
+    assert ops.visible_count(ops.dlq_url) == 2
+    assert ops.visible_count(ops.queue_url) == 0
+
+
+class CrashingSqs:
+    """An SQS client whose n-th SendMessageBatch raises an unexpected error (a bug, a lost process)."""
+
+    def __init__(self, client: Any, crash_on_call: int) -> None:
+        self._client = client
+        self._crash_on_call = crash_on_call
+        self.calls = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    def send_message_batch(self, **kwargs: Any) -> dict[str, Any]:
+        self.calls += 1
+        if self.calls == self._crash_on_call:
+            raise RuntimeError("injected crash in the middle of the loop")
+        return dict(self._client.send_message_batch(**kwargs))
+
+
+def test_a_crash_in_the_middle_of_the_loop_hides_nothing_and_a_rerun_moves_the_rest(ops: OpsWorld) -> None:
+    # GIVEN 25 dead letters, and the loop's second SendMessageBatch raises
+    orders = [{"order_id": f"o-{i}"} for i in range(25)]
+    for order in orders:
+        ops.dead_letter(order)
+    # WHEN the DLQ is redriven
+    result = ops.run("redrive", "--method", "loop", "--wait-seconds", "0", sqs=CrashingSqs(ops.sqs, crash_on_call=2))
+    # THEN the command failed with the error
+    assert isinstance(result.exception, RuntimeError)
+    # AND nothing it had received stays hidden: the 15 not moved are visible at once
+    counts = ops.sqs.get_queue_attributes(
+        QueueUrl=ops.dlq_url, AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+    )["Attributes"]
+    assert counts == {"ApproximateNumberOfMessages": "15", "ApproximateNumberOfMessagesNotVisible": "0"}
+    # WHEN it is run again at once
+    rerun = ops.run("redrive", "--method", "loop", "--wait-seconds", "0")
+    # THEN it moves the rest: every order is in the queue once and the DLQ is empty
+    assert rerun.exit_code == 0, rerun.output
+    assert "moved 15 message(s)" in rerun.stdout
+    moved = sorted(json.loads(m["Body"])["order_id"] for m in ops.receive_all(ops.queue_url))
+    assert moved == sorted(order["order_id"] for order in orders)
+    assert ops.visible_count(ops.dlq_url) == 0

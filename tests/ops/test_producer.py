@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import hashlib
 import json
 from collections import Counter
 from decimal import Decimal
@@ -249,11 +250,11 @@ def test_fifo_queue_gets_the_order_as_group_and_the_event_as_deduplication_id(
     # WHEN the same order is sent twice, and another once
     first = publisher.send(order)
     publisher.send_batch([order, {"order_id": "o-2"}])
-    # THEN SQS kept one message per event: group = order, deduplication id = event
+    # THEN SQS kept one message per event: group = order, deduplication id = the event id's SHA-256 hex
     messages = ops.receive_all(ops.queue_url)
     assert sorted(m["Attributes"]["MessageGroupId"] for m in messages) == ["o-1", "o-2"]
     dedup = {m["Attributes"]["MessageGroupId"]: m["Attributes"]["MessageDeduplicationId"] for m in messages}
-    assert dedup["o-1"] == first
+    assert dedup["o-1"] == hashlib.sha256(first.encode()).hexdigest()
 
 
 def test_default_client_is_created_at_first_use(ops: OpsWorld) -> None:

@@ -14,3 +14,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
             f"{dict(sorted(STATS.faults.items()))}, "
             f"{STATS.crashes} invocations crashed, {STATS.redriven} messages redriven to the DLQ"
         )
+    from tests.reliability.test_kills import RUNS
+
+    for kind, run in RUNS.items():
+        terminalreporter.write_line(run.line(kind))

@@ -1,29 +1,44 @@
 """Fuzzed input: whatever arrives, the handler never raises out of the batch and never loses a record.
 
 Each generated message is either recorded (its order row exists with its content) or parked in the
-DLQ with a reason. Bodies only use the characters SQS can carry (anything else never reaches us).
+DLQ with a reason. Bodies only use the characters SQS can carry (anything else never reaches us);
+JSON escapes carry the rest (lone surrogates included).
+
+Then the properties of the shared mechanisms, asserted directly: exact numbers (validity,
+spelling-independence, exactness, injectivity of the canonical text, across all magnitudes and
+precisions up to DynamoDB's limits and beyond), unambiguous identity keys, Unicode checks.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import os
 import re
 from collections.abc import Iterator
+from decimal import Decimal
 from typing import Any
 
 import boto3
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from moto import mock_aws
 
 from order_consumer import handler as handler_module
 from order_consumer.pipeline import Outcome
 from order_consumer.runtime import Clients
-from order_events.keys import payload_sha256
-from order_events.message import parse_body
+from order_events.errors import InvalidMessageError, InvalidNumberError, InvalidTextError
+from order_events.keys import (
+    IDENTITY_SEPARATOR,
+    derive_event_id,
+    identity_text,
+    number_from_literal,
+    number_text,
+    payload_sha256,
+)
+from order_events.message import parse_body, parse_order_message
 from tests.consumer.harness import FakeContext, World, sqs_record
 
 settings.register_profile("fuzz-ci", max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
@@ -46,6 +61,229 @@ json_values = st.recursive(
     lambda children: st.lists(children, max_size=4) | st.dictionaries(sqs_text, children, max_size=4),
     max_leaves=20,
 )
+# --- numbers -----------------------------------------------------------------------------------------
+
+
+@st.composite
+def dynamo_numbers(draw: st.DrawFn) -> tuple[int, int]:
+    """A nonzero number as (coefficient, exponent): 1 to 45 significant digits, adjusted exponent -200 .. 200.
+
+    Covers DynamoDB's limits (38 digits, 1E-130 .. 9.99...E+125) and beyond, with the edges over-represented.
+    """
+    digits = draw(st.integers(1, 45) | st.sampled_from([1, 37, 38, 39]))
+    coefficient = draw(st.integers(10 ** (digits - 1), 10**digits - 1) | st.just(10**digits - 1))
+    adjusted = draw(st.integers(-200, 200) | st.sampled_from([-131, -130, -129, 124, 125, 126]))
+    sign = draw(st.sampled_from([1, -1]))
+    return sign * coefficient, adjusted - (digits - 1)
+
+
+def storable(coefficient: int, exponent: int) -> bool:
+    """DynamoDB's rule, from the integers: trailing zeros trimmed, <= 38 digits, 1E-130 <= |x| < 1E+126."""
+    digits = str(abs(coefficient)).rstrip("0")
+    exponent += len(str(abs(coefficient))) - len(digits)
+    return len(digits) <= 38 and -130 <= exponent + len(digits) - 1 <= 125
+
+
+@st.composite
+def spellings(draw: st.DrawFn, number: tuple[int, int]) -> str:
+    """One JSON literal of exactly ``coefficient * 10**exponent``: point anywhere, padding zeros, any exponent."""
+    coefficient, exponent = number
+    digits = str(abs(coefficient)) + "0" * draw(st.integers(0, 5))  # trailing zeros in the mantissa
+    exponent -= len(digits) - len(str(abs(coefficient)))
+    point = draw(st.integers(0, len(digits)))  # digits after the decimal point
+    exponent += point
+    integer, fraction = digits[: len(digits) - point] or "0", digits[len(digits) - point :]
+    if integer != "0":
+        integer = integer.lstrip("0") or "0"
+    if integer == "0" and fraction and draw(st.booleans()):
+        fraction = "0" * draw(st.integers(0, 3)) + fraction  # leading zeros after "0."
+        exponent += len(fraction) - point
+    mantissa = integer + ("." + fraction if fraction else "")
+    sign = "-" if coefficient < 0 else ""
+    if exponent == 0 and draw(st.booleans()):
+        return sign + mantissa
+    marker = draw(st.sampled_from(["e", "E"]))
+    plus = "+" if exponent >= 0 and draw(st.booleans()) else ""
+    padding = "0" * draw(st.integers(0, 2))
+    return f"{sign}{mantissa}{marker}{plus}{'-' if exponent < 0 else ''}{padding}{abs(exponent)}"
+
+
+@settings(max_examples=400, deadline=None)
+@given(data=st.data(), number=dynamo_numbers())
+def test_a_number_is_valid_exactly_when_dynamodb_stores_it_whatever_its_spelling(
+    data: st.DataObject, number: tuple[int, int]
+) -> None:
+    # GIVEN a number of any magnitude and precision, and two of its JSON spellings
+    coefficient, exponent = number
+    first, second = data.draw(spellings(number)), data.draw(spellings(number))
+    exact = Decimal(f"{coefficient}E{exponent}")
+    assert Decimal(first) == exact == Decimal(second)  # the spellings are right (exact comparison)
+    if not storable(coefficient, exponent):
+        # THEN a number DynamoDB cannot store is refused, whatever the spelling
+        for spelling in (first, second):
+            with pytest.raises(InvalidNumberError):
+                number_from_literal(spelling)
+        with pytest.raises(InvalidNumberError):
+            number_text(exact)
+        return
+    # THEN a storable one is parsed exactly, to one canonical text, whatever the spelling
+    value = number_from_literal(first)
+    assert value == exact
+    text = number_text(value)
+    assert text == number_text(number_from_literal(second)) == number_text(exact)
+    # AND the text is the exact value, positional, and a fixed point
+    assert Decimal(text) == exact
+    assert "e" not in text.lower()
+    assert number_text(number_from_literal(text)) == text
+    # AND two bodies spelling it differently have one fingerprint
+    left, right = (parse_body('{"order_id": "o", "n": ' + s + "}") for s in (first, second))
+    assert payload_sha256(left) == payload_sha256(right)
+
+
+@st.composite
+def storable_numbers(draw: st.DrawFn) -> tuple[int, int]:
+    """A number DynamoDB stores: 1 to 38 significant digits, adjusted exponent -130 .. 125."""
+    digits = draw(st.integers(1, 38))
+    coefficient = draw(st.integers(10 ** (digits - 1), 10**digits - 1))
+    adjusted = draw(st.integers(-130, 125))
+    return draw(st.sampled_from([1, -1])) * coefficient, adjusted - (digits - 1)
+
+
+@st.composite
+def number_pairs(draw: st.DrawFn) -> tuple[tuple[int, int], tuple[int, int]]:
+    """Two storable numbers: independent, one digit apart (the 28-digit bug), or one value spelled twice."""
+    left = draw(storable_numbers())
+    coefficient, exponent = left
+    kind = draw(st.sampled_from(["independent", "last-digit", "same-value"]))
+    if kind == "independent":
+        right = draw(storable_numbers())
+    elif kind == "last-digit":
+        right = (coefficient + draw(st.sampled_from([1, -1])), exponent)
+        assume(right[0] != 0 and storable(*right))
+    else:
+        shift = draw(st.integers(0, 3))
+        right = (coefficient * 10**shift, exponent - shift)
+    return left, right
+
+
+@settings(max_examples=400, deadline=None)
+@given(pair=number_pairs())
+def test_numbers_dynamodb_tells_apart_have_different_texts_and_fingerprints(
+    pair: tuple[tuple[int, int], tuple[int, int]],
+) -> None:
+    # GIVEN two storable numbers
+    (left, right) = pair
+    a, b = Decimal(f"{left[0]}E{left[1]}"), Decimal(f"{right[0]}E{right[1]}")
+    # WHEN they are written canonically / THEN the texts (and fingerprints) are equal exactly when the numbers are
+    assert (number_text(a) == number_text(b)) is (a == b)
+    assert (payload_sha256({"n": a}) == payload_sha256({"n": b})) is (a == b)
+
+
+@settings(max_examples=200, deadline=None)
+@given(digits=st.integers(1, 60), zeros=st.integers(0, 300), exponent=st.integers(-(10**30), 10**30))
+def test_numbers_past_the_limits_are_refused_without_expanding_them(digits: int, zeros: int, exponent: int) -> None:
+    # GIVEN a literal with many digits, padding zeros and any exponent (up to 31 digits of it)
+    literal = "9" * digits + "0" * zeros + "e" + str(exponent)
+    adjusted = exponent + digits + zeros - 1
+    # WHEN parsed / THEN it is accepted exactly when DynamoDB would store it
+    if digits <= 38 and -130 <= adjusted <= 125:
+        assert number_from_literal(literal) == Decimal(literal)
+    else:
+        with pytest.raises(InvalidNumberError):
+            number_from_literal(literal)
+
+
+def test_zero_is_valid_in_any_spelling() -> None:
+    for spelling in ["0", "-0", "0.000", "0e999999999999999999999999", "-0.0E-200", "0E+" + "9" * 10_000]:
+        assert number_text(number_from_literal(spelling)) == "0"
+
+
+# --- keys --------------------------------------------------------------------------------------------
+
+identity_values = st.text(st.sampled_from(["|", "\\", "a", "b"]), min_size=1, max_size=8) | st.text(
+    min_size=1, max_size=8
+)
+identity_tuples = st.lists(identity_values, min_size=1, max_size=4)
+
+
+def split_identity(text: str) -> list[str]:
+    """The inverse of the escaping, written independently: unescape, split on unescaped "|"."""
+    values, current, escaped = [], "", False
+    for character in text:
+        if escaped:
+            current += character
+            escaped = False
+        elif character == "\\":
+            escaped = True
+        elif character == IDENTITY_SEPARATOR:
+            values.append(current)
+            current = ""
+        else:
+            current += character
+    assert not escaped
+    return [*values, current]
+
+
+@settings(max_examples=400, deadline=None)
+@given(values=identity_tuples, others=identity_tuples)
+def test_distinct_identity_tuples_never_share_a_key(values: list[str], others: list[str]) -> None:
+    # GIVEN two tuples of identity values, separators and escapes included
+    fields = [f"f{n}" for n in range(len(values))]
+    other_fields = [f"f{n}" for n in range(len(others))]
+    # WHEN joined and hashed / THEN the text splits back into the tuple (so it is injective)
+    assert split_identity(identity_text(values)) == values
+    # AND the keys are equal exactly when the tuples are
+    key = derive_event_id(dict(zip(fields, values, strict=True)), fields)
+    other_key = derive_event_id(dict(zip(other_fields, others, strict=True)), other_fields)
+    assert (key == other_key) is (values == others)
+    # AND values without "|" or "\\" keep the key of the plain join (keys already stored stay valid)
+    if not any(IDENTITY_SEPARATOR in v or "\\" in v for v in values):
+        assert key == hashlib.sha256(IDENTITY_SEPARATOR.join(values).encode()).hexdigest()
+
+
+# --- Unicode -----------------------------------------------------------------------------------------
+
+any_text = st.text(st.characters(exclude_categories=[]), max_size=20)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=any_text, where=st.sampled_from(["value", "name", "nested", "event_id", "order_id", "attribute"]))
+def test_text_that_is_not_valid_unicode_is_refused_anywhere_and_everything_else_kept(text: str, where: str) -> None:
+    # GIVEN any text, lone surrogates included, escaped into an ASCII body (as SQS would carry it)
+    order: dict[str, Any] = {"order_id": "o"}
+    attributes: dict[str, Any] = {}
+    if where == "value":
+        order["s"] = text
+    elif where == "name":
+        order["k" + text] = 1
+    elif where == "nested":
+        order["items"] = [{"sku": text}]
+    elif where == "event_id":
+        order["event_id"] = "e" + text
+    elif where == "order_id":
+        order["order_id"] = "o" + text
+    else:
+        attributes["trace"] = {"dataType": "String", "stringValue": text}
+    body = json.dumps(order)  # ensure_ascii: surrogates travel as \\u escapes
+    received = json.loads(body)  # what the parser sees: escaped pairs are joined into one character
+    seen = json.dumps(received, ensure_ascii=False) + (text if where == "attribute" else "")
+    has_lone_surrogate = any("\ud800" <= character <= "\udfff" for character in seen)
+    # WHEN parsed as a message
+    error: InvalidMessageError | None = None
+    try:
+        message = parse_order_message(body, attributes)
+    except InvalidMessageError as exc:
+        error = exc
+    # THEN it is refused as invalid text (INVALID_MESSAGE, parked at once) exactly when it has a lone surrogate
+    assert isinstance(error, InvalidTextError) is has_lone_surrogate
+    if error is None:
+        # AND otherwise the row keeps the text exactly
+        assert message.order_item["order_id"] == {"S": received["order_id"]}
+        assert message.order_item.get("s", {"S": text})["S"] == received.get("s", text)
+    else:
+        assert error.error_code == "INVALID_MESSAGE"
+
+
 order_ids = st.one_of(sqs_text, st.sampled_from(["o-1", "o-2", "", "x" * 256, "x" * 257]), st.integers())
 
 
@@ -62,6 +300,8 @@ bodies = st.one_of(
     st.sampled_from(["1e400", "-1e-400", "123456789012345678901234567890123456789012", "NaN", "-Infinity"]).map(
         lambda number: '{"order_id": "num", "n": ' + number + "}"
     ),
+    dynamo_numbers().flatmap(spellings).map(lambda number: '{"order_id": "num-' + number + '", "n": ' + number + "}"),
+    any_text.map(lambda text: json.dumps({"order_id": "text", "s": text, "k" + text: [text]})),
     sqs_text,
 )
 attribute_sets = st.dictionaries(

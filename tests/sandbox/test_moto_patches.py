@@ -259,3 +259,73 @@ def test_messages_become_visible_again_after_their_visibility_timeout(ddb: Any) 
     # THEN it was hidden, then visible
     assert hidden == []
     assert len(visible) == 1
+
+
+POWERTOOLS_PARAMETER = "/aws/service/powertools/python/arm64/python3.14/3.37.0"
+SANDBOX_LAYER = f"arn:aws:lambda:{REGION}:{ACCOUNT}:layer:sandbox-aws-lambda-powertools:1"
+
+
+@pytest.fixture
+def ssm() -> Iterator[Any]:
+    moto_patches.apply()
+    try:
+        with mock_aws():
+            yield boto3.client("ssm", region_name=REGION)
+    finally:
+        moto_patches.revert()
+
+
+def test_moto_alone_refuses_the_public_powertools_parameter() -> None:
+    # GIVEN moto without the fixes
+    with mock_aws():
+        client = boto3.client("ssm", region_name=REGION)
+        # WHEN the sandbox writes Powertools' public parameter
+        # THEN moto refuses the reserved /aws path (the reason for the fix)
+        with pytest.raises(ClientError, match="reserved parameter name"):
+            client.put_parameter(Name=POWERTOOLS_PARAMETER, Value=SANDBOX_LAYER, Type="String")
+
+
+def test_the_powertools_parameter_can_be_seeded_and_overwritten(ssm: Any) -> None:
+    # GIVEN the fixes applied
+    # WHEN the parameter is written, then overwritten
+    first = ssm.put_parameter(Name=POWERTOOLS_PARAMETER, Value=SANDBOX_LAYER, Type="String")
+    second = ssm.put_parameter(Name=POWERTOOLS_PARAMETER, Value=SANDBOX_LAYER[:-1] + "2", Overwrite=True)
+    # THEN it reads back under its own name, versioned as moto versions any parameter
+    parameter = ssm.get_parameter(Name=POWERTOOLS_PARAMETER)["Parameter"]
+    assert (first["Version"], second["Version"]) == (1, 2)
+    assert (parameter["Name"], parameter["Value"], parameter["Version"]) == (
+        POWERTOOLS_PARAMETER,
+        SANDBOX_LAYER[:-1] + "2",
+        2,
+    )
+    # AND nothing is left under the stand-in name
+    assert [p["Name"] for p in ssm.describe_parameters()["Parameters"]] == [POWERTOOLS_PARAMETER]
+
+
+def test_other_reserved_names_are_still_refused(ssm: Any) -> None:
+    # GIVEN the fixes applied
+    # WHEN another /aws parameter is written
+    # THEN moto still refuses it: only Powertools' path is opened
+    with pytest.raises(ClientError, match="reserved parameter name"):
+        ssm.put_parameter(Name="/aws/service/other/thing", Value="x", Type="String")
+
+
+def test_cloudformation_resolves_an_ssm_parameter_type_from_the_seeded_parameter(ssm: Any) -> None:
+    # GIVEN the seeded parameter and a template whose parameter is of SSM type with that default
+    import json
+
+    ssm.put_parameter(Name=POWERTOOLS_PARAMETER, Value=SANDBOX_LAYER, Type="String")
+    template = {
+        "Parameters": {
+            "PowertoolsLayerArn": {"Type": "AWS::SSM::Parameter::Value<String>", "Default": POWERTOOLS_PARAMETER}
+        },
+        "Resources": {"Queue": {"Type": "AWS::SQS::Queue"}},
+        "Outputs": {"Layer": {"Value": {"Ref": "PowertoolsLayerArn"}}},
+    }
+    cloudformation = boto3.client("cloudformation", region_name=REGION)
+    # WHEN a stack is created from it
+    cloudformation.create_stack(StackName="layer", TemplateBody=json.dumps(template))
+    stack = cloudformation.describe_stacks(StackName="layer")["Stacks"][0]
+    # THEN the parameter resolves to the seeded ARN (moto reports it as the ParameterValue)
+    assert stack["Outputs"] == [{"OutputKey": "Layer", "OutputValue": SANDBOX_LAYER}]
+    assert stack["Parameters"] == [{"ParameterKey": "PowertoolsLayerArn", "ParameterValue": SANDBOX_LAYER}]

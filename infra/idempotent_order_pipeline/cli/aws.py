@@ -1,7 +1,17 @@
-"""AWS access for the CLI: one lazily built set of clients, and the pipeline stack's outputs."""
+"""AWS access for the CLI: one lazily built set of clients, the stack, and the pipeline in it.
+
+Which resources a command works on (:class:`PipelineResources`), first found first:
+
+1. an explicit option (``--queue-url``, ``--dead-letter-queue-url``, ``--processed-events-table``,
+   ``--order-records-table``, ``--topic-arn``);
+2. the pipeline discovered in the stack (:mod:`idempotent_order_pipeline.discovery`: the template's
+   resource metadata, the stack's physical ids), picked by ``--pipeline`` when there are several;
+3. for a stack deployed before the construct marked its resources: ``app.py``'s stack outputs.
+"""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
@@ -9,7 +19,14 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from idempotent_order_pipeline.cli.errors import StackNotFoundError, StackOutputMissingError
+from idempotent_order_pipeline.cli.errors import (
+    AmbiguousPipelineError,
+    OperationsError,
+    PipelineNotFoundError,
+    StackNotFoundError,
+    StackOutputMissingError,
+)
+from idempotent_order_pipeline.discovery import ROLES, DiscoveredPipeline, pipelines_in
 from idempotent_order_pipeline.keys import DEFAULT_IDENTITY_FIELDS, parse_identity_fields
 
 if TYPE_CHECKING:
@@ -27,6 +44,33 @@ DEAD_LETTER_QUEUE_URL = "DeadLetterQueueUrl"
 PROCESSED_EVENTS_TABLE = "ProcessedEventsTableName"
 ORDER_RECORDS_TABLE = "OrderRecordsTableName"
 FUNCTION_NAME = "FunctionName"
+TOPIC_ARN = "TopicArn"
+#: The outputs of a stack deployed before discovery, by role (the fallback of step 3 above).
+LEGACY_OUTPUTS: Mapping[str, str] = {
+    "queue": QUEUE_URL,
+    "dead_letter_queue": DEAD_LETTER_QUEUE_URL,
+    "processed_events_table": PROCESSED_EVENTS_TABLE,
+    "order_records_table": ORDER_RECORDS_TABLE,
+    "topic": TOPIC_ARN,
+    "function": FUNCTION_NAME,
+}
+#: The function's environment variable that names each handed-in resource (the queue comes from
+#: the function's event source mapping instead).
+FUNCTION_VARIABLES: Mapping[str, str] = {
+    "dead_letter_queue": "DEAD_LETTER_QUEUE_URL",
+    "processed_events_table": "PROCESSED_EVENTS_TABLE",
+    "order_records_table": "ORDER_RECORDS_TABLE",
+    "topic": "TOPIC_ARN",
+}
+
+#: The option that overrides each role (``function`` has none: it is only read for IDENTITY_FIELDS).
+OVERRIDE_OPTIONS: Mapping[str, str] = {
+    "queue": "--queue-url",
+    "dead_letter_queue": "--dead-letter-queue-url",
+    "processed_events_table": "--processed-events-table",
+    "order_records_table": "--order-records-table",
+    "topic": "--topic-arn",
+}
 #: Throttling and 5xx errors are retried inside each call; long reads allowed for long polling.
 CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=5, read_timeout=30)
 
@@ -90,9 +134,19 @@ class Stack:
 
     def __init__(self, name: str, clients: AwsClients) -> None:
         self.name = name
-        self._clients = clients
+        self.clients = clients
         self._outputs: dict[str, str] | None = None
+        self._pipelines: list[DiscoveredPipeline] | None = None
         self._status = ""
+
+    def _not_found(self, exc: ClientError) -> StackNotFoundError:
+        message = exc.response.get("Error", {}).get("Message", "")
+        if "does not exist" not in message:
+            raise exc
+        return StackNotFoundError(
+            f"stack {self.name!r} not found ({self.clients.where()}): deploy it, or pass "
+            f"--stack NAME (or set {STACK_ENVIRONMENT_VARIABLE})"
+        )
 
     @property
     def outputs(self) -> dict[str, str]:
@@ -103,15 +157,9 @@ class Stack:
         """
         if self._outputs is None:
             try:
-                stacks = self._clients.cloudformation.describe_stacks(StackName=self.name)["Stacks"]
+                stacks = self.clients.cloudformation.describe_stacks(StackName=self.name)["Stacks"]
             except ClientError as exc:
-                message = exc.response.get("Error", {}).get("Message", "")
-                if "does not exist" not in message:
-                    raise
-                raise StackNotFoundError(
-                    f"stack {self.name!r} not found ({self._clients.where()}): deploy it, or pass "
-                    f"--stack NAME (or set {STACK_ENVIRONMENT_VARIABLE})"
-                ) from exc
+                raise self._not_found(exc) from exc
             self._status = stacks[0].get("StackStatus", "")
             self._outputs = {o["OutputKey"]: o["OutputValue"] for o in stacks[0].get("Outputs", [])}
         return self._outputs
@@ -131,19 +179,169 @@ class Stack:
             )
         return outputs[key]
 
+    def pipelines(self) -> list[DiscoveredPipeline]:
+        """Every ``IdempotentOrderPipeline`` of the stack: its template's marks, its physical ids.
+
+        Raises:
+            StackNotFoundError: no stack of that name here.
+        """
+        if self._pipelines is None:
+            cloudformation = self.clients.cloudformation
+            try:
+                body: Any = cloudformation.get_template(StackName=self.name, TemplateStage="Original")["TemplateBody"]
+                physical_ids: dict[str, str] = {}
+                for page in cloudformation.get_paginator("list_stack_resources").paginate(StackName=self.name):
+                    for summary in page["StackResourceSummaries"]:
+                        if summary.get("PhysicalResourceId"):
+                            physical_ids[summary["LogicalResourceId"]] = summary["PhysicalResourceId"]
+            except ClientError as exc:
+                raise self._not_found(exc) from exc
+            # boto3 parses a JSON template body; a YAML one (not written by the CDK) stays text.
+            template = json.loads(body) if isinstance(body, str) and body.lstrip().startswith("{") else body
+            self._pipelines = pipelines_in(template if isinstance(template, Mapping) else {}, physical_ids)
+        return self._pipelines
+
+
+class PipelineResources:
+    """The resources of the one pipeline a command works on (the module docstring says how it is found).
+
+    Nothing is read from AWS until a command asks for a resource that no option gave.
+    """
+
+    def __init__(self, stack: Stack, *, selector: str | None = None, explicit: Mapping[str, str | None] | None = None):
+        unknown = set(explicit or {}) - set(OVERRIDE_OPTIONS)
+        if unknown:
+            raise ValueError(f"explicit resources {sorted(unknown)}: allowed {sorted(OVERRIDE_OPTIONS)}")
+        self.stack = stack
+        self.selector = selector
+        self.explicit = {role: value for role, value in (explicit or {}).items() if value}
+        self._found: tuple[DiscoveredPipeline | None, str] | None = None
+
+    def pipeline(self) -> DiscoveredPipeline | None:
+        """The discovered pipeline, or None for a stack deployed before discovery (outputs used).
+
+        Raises:
+            StackNotFoundError: no stack of that name here.
+            PipelineNotFoundError: ``--pipeline`` names none of the stack's pipelines.
+            AmbiguousPipelineError: several pipelines and no (or no unique) ``--pipeline``.
+        """
+        if self._found is None:
+            self._found = self._select()
+        return self._found[0]
+
+    def _select(self) -> tuple[DiscoveredPipeline | None, str]:
+        pipelines = self.stack.pipelines()
+        paths = ", ".join(p.path for p in pipelines) or "none"
+        if self.selector is not None:
+            chosen = [p for p in pipelines if p.matches(self.selector)]
+            if not chosen:
+                raise PipelineNotFoundError(
+                    f"stack {self.stack.name!r} has no pipeline {self.selector!r}; its pipelines: {paths}"
+                )
+        else:
+            chosen = pipelines
+            if not chosen:
+                return None, "stack outputs"
+        if len(chosen) > 1:
+            raise AmbiguousPipelineError(
+                f"stack {self.stack.name!r} holds {len(chosen)} pipelines"
+                + (f" matching {self.selector!r}" if self.selector else "")
+                + f": {', '.join(p.path for p in chosen)}; pick one with --pipeline PATH "
+                "(its path in the stack, or its construct id when unique)"
+            )
+        return chosen[0], f"pipeline {chosen[0].path}"
+
+    def get(self, role: str) -> str:
+        """The physical id of ``role`` (a :data:`~idempotent_order_pipeline.discovery.ROLES` key).
+
+        Raises:
+            StackNotFoundError, PipelineNotFoundError, AmbiguousPipelineError: see :meth:`pipeline`.
+            StackOutputMissingError: a stack without discovery metadata lacks the output.
+        """
+        if role not in ROLES:
+            raise ValueError(f"role {role!r}: allowed {sorted(ROLES)}")
+        if role in self.explicit:
+            return self.explicit[role]
+        pipeline = self.pipeline()
+        if pipeline is None:
+            return self.stack.output(LEGACY_OUTPUTS[role])
+        if role not in pipeline.logical_ids and role != "function":
+            # Not created by the pipeline's stack (``existing_queue=...`` and the like): the
+            # function's own configuration names it.
+            return self._from_function(pipeline, role)
+        if role not in pipeline.physical_ids:
+            option = OVERRIDE_OPTIONS.get(role)
+            raise PipelineNotFoundError(
+                f"pipeline {pipeline.path} in stack {self.stack.name!r} has no deployed {role.replace('_', ' ')} "
+                f"(logical id {pipeline.logical_ids.get(role, '?')}): is the stack fully deployed?"
+                + (f" Or pass {option}." if option else "")
+            )
+        return pipeline.physical_ids[role]
+
+    def _from_function(self, pipeline: DiscoveredPipeline, role: str) -> str:
+        """A resource handed in to the pipeline, read from its function: the environment variable
+        the handler reads, or the event source mapping for the queue."""
+        function = self.get("function")
+        lambda_ = self.stack.clients.lambda_
+        option = OVERRIDE_OPTIONS.get(role, "")
+        try:
+            if role == "queue":
+                mappings = lambda_.list_event_source_mappings(FunctionName=function)["EventSourceMappings"]
+                arns = [m["EventSourceArn"] for m in mappings if ":sqs:" in m.get("EventSourceArn", "")]
+                if len(arns) == 1:
+                    *_, account, name = arns[0].split(":")
+                    return self.stack.clients.sqs.get_queue_url(QueueName=name, QueueOwnerAWSAccountId=account)[
+                        "QueueUrl"
+                    ]
+            else:
+                variables = lambda_.get_function_configuration(FunctionName=function).get("Environment", {})
+                value = variables.get("Variables", {}).get(FUNCTION_VARIABLES[role])
+                if value:
+                    return value
+        except (ClientError, BotoCoreError) as exc:
+            raise PipelineNotFoundError(
+                f"pipeline {pipeline.path}: its {role.replace('_', ' ')} was handed in, and reading it from "
+                f"function {function} failed ({exc}); pass {option}"
+            ) from exc
+        raise PipelineNotFoundError(
+            f"pipeline {pipeline.path}: its {role.replace('_', ' ')} was handed in and function {function} "
+            f"does not name it; pass {option}"
+        )
+
+    @property
+    def queue_url(self) -> str:
+        return self.get("queue")
+
+    @property
+    def dead_letter_queue_url(self) -> str:
+        return self.get("dead_letter_queue")
+
+    @property
+    def processed_events_table(self) -> str:
+        return self.get("processed_events_table")
+
+    @property
+    def order_records_table(self) -> str:
+        return self.get("order_records_table")
+
+    @property
+    def topic_arn(self) -> str:
+        return self.get("topic")
+
     def identity_fields(self) -> tuple[tuple[str, ...], str]:
         """The consumer function's ``IDENTITY_FIELDS`` and where they came from.
 
-        Falls back to the default (``order_id``) when the function cannot be read (no output, no
-        permission, an endpoint without Lambda): orders sent by the CLI carry their ``event_id``
-        in the body, which the consumer uses first, so the fields only decide how a key is derived.
+        Falls back to the default (``order_id``) when the function cannot be read (no stack or
+        function, no permission, an endpoint without Lambda): orders sent by the CLI carry their
+        ``event_id`` in the body, which the consumer uses first, so the fields only decide how a
+        key is derived.
         """
         try:
-            function = self.output(FUNCTION_NAME)
-            configuration = self._clients.lambda_.get_function_configuration(FunctionName=function)
+            function = self.get("function")
+            configuration = self.stack.clients.lambda_.get_function_configuration(FunctionName=function)
             value = configuration.get("Environment", {}).get("Variables", {}).get("IDENTITY_FIELDS")
             return parse_identity_fields(value), f"function {function}"
-        except (StackOutputMissingError, ClientError, BotoCoreError, ValueError):
+        except (OperationsError, ClientError, BotoCoreError, ValueError):
             return DEFAULT_IDENTITY_FIELDS, "default"
 
 

@@ -22,13 +22,10 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from idempotent_order_pipeline._lambda_asset.order_events.message import parse_body
 from idempotent_order_pipeline.cli.aws import (
-    DEAD_LETTER_QUEUE_URL,
     DEFAULT_STACK,
-    ORDER_RECORDS_TABLE,
-    PROCESSED_EVENTS_TABLE,
-    QUEUE_URL,
     STACK_ENVIRONMENT_VARIABLE,
     AwsClients,
+    PipelineResources,
     Stack,
     approximate_depth,
     queue_arn,
@@ -54,7 +51,8 @@ from idempotent_order_pipeline.cli.records import (
     order_from_row,
 )
 from idempotent_order_pipeline.cli.render import age, short, timestamp, to_json
-from idempotent_order_pipeline.errors import PermanentError
+from idempotent_order_pipeline.discovery import METADATA_KEY, ROLES
+from idempotent_order_pipeline.errors import InvalidMessageError, InvalidTextError, PermanentError
 from idempotent_order_pipeline.keys import parse_identity_fields
 from idempotent_order_pipeline.producer import MAX_BATCH_ENTRIES, OrderPublisher, PreparedOrder
 
@@ -71,10 +69,11 @@ R = TypeVar("R")
 
 @dataclass
 class Operator:
-    """What every command gets: the stack, the clients, the identity fields."""
+    """What every command gets: the stack, the pipeline's resources, the clients, the identity fields."""
 
     stack: Stack
     clients: AwsClients
+    resources: PipelineResources
     explicit_identity_fields: tuple[str, ...] | None = None
     _identity: tuple[tuple[str, ...], str] | None = field(default=None, repr=False)
 
@@ -83,12 +82,12 @@ class Operator:
         if self.explicit_identity_fields is not None:
             return self.explicit_identity_fields, "--identity-fields"
         if self._identity is None:
-            self._identity = self.stack.identity_fields()
+            self._identity = self.resources.identity_fields()
         return self._identity
 
     def publisher(self) -> OrderPublisher:
         return OrderPublisher(
-            self.stack.output(QUEUE_URL), identity_fields=self.identity_fields()[0], client=self.clients.sqs
+            self.resources.queue_url, identity_fields=self.identity_fields()[0], client=self.clients.sqs
         )
 
 
@@ -139,6 +138,16 @@ def _operator(ctx: click.Context) -> Operator:
     show_default=True,
     help=f"The pipeline's CloudFormation stack (or ${STACK_ENVIRONMENT_VARIABLE}).",
 )
+@click.option(
+    "--pipeline",
+    metavar="PATH",
+    help="The pipeline in the stack, by construct path or id, when the stack holds several (see `pipelines`).",
+)
+@click.option("--queue-url", help="Use this queue instead of the discovered one.")
+@click.option("--dead-letter-queue-url", help="Use this dead-letter queue instead of the discovered one.")
+@click.option("--processed-events-table", help="Use this idempotency table instead of the discovered one.")
+@click.option("--order-records-table", help="Use this order table instead of the discovered one.")
+@click.option("--topic-arn", help="Use this topic instead of the discovered one.")
 @click.option("--endpoint-url", help="AWS endpoint, e.g. the sandbox's http://localhost:PORT (or $AWS_ENDPOINT_URL).")
 @click.option("--region", help="AWS region (default: the environment's).")
 @click.option("--profile", help="AWS profile (default: the environment's).")
@@ -151,12 +160,23 @@ def _operator(ctx: click.Context) -> Operator:
 def cli(
     ctx: click.Context,
     stack: str,
+    pipeline: str | None,
+    queue_url: str | None,
+    dead_letter_queue_url: str | None,
+    processed_events_table: str | None,
+    order_records_table: str | None,
+    topic_arn: str | None,
     endpoint_url: str | None,
     region: str | None,
     profile: str | None,
     identity_fields: str | None,
 ) -> None:
-    """Operate an idempotent order pipeline: send orders, follow one, empty the DLQ safely."""
+    """Operate an idempotent order pipeline: send orders, follow one, empty the DLQ safely.
+
+    The pipeline's queues and tables are found in the stack itself (its template's resource
+    metadata), so --stack is enough when it holds one pipeline; --pipeline picks one of several,
+    and the resource options override what was found.
+    """
     # Tests (and embedding programs) may hand in their clients as the context object.
     clients = (
         ctx.obj
@@ -167,14 +187,36 @@ def cli(
         explicit = parse_identity_fields(identity_fields) if identity_fields else None
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--identity-fields") from exc
-    ctx.obj = Operator(stack=Stack(stack, clients), clients=clients, explicit_identity_fields=explicit)
+    the_stack = Stack(stack, clients)
+    explicit_resources = {
+        "queue": queue_url,
+        "dead_letter_queue": dead_letter_queue_url,
+        "processed_events_table": processed_events_table,
+        "order_records_table": order_records_table,
+        "topic": topic_arn,
+    }
+    ctx.obj = Operator(
+        stack=the_stack,
+        clients=clients,
+        resources=PipelineResources(the_stack, selector=pipeline, explicit=explicit_resources),
+        explicit_identity_fields=explicit,
+    )
 
 
 # --- send --------------------------------------------------------------------------------------------
 
 
+def _order_line(publisher: OrderPublisher, raw: bytes) -> PreparedOrder:
+    """One input line as a prepared order; PermanentError when it is not one the consumer accepts."""
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidTextError(f"the line is not valid UTF-8 (byte {exc.start})") from exc
+    return publisher.prepare(parse_body(line))
+
+
 @cli.command()
-@click.argument("source", type=click.File("r", encoding="utf-8"), metavar="FILE|-")
+@click.argument("source", type=click.File("rb"), metavar="FILE|-")
 @click.option(
     "--on-invalid",
     type=click.Choice(["fail", "skip"]),
@@ -185,12 +227,13 @@ def cli(
 @click.option("--json", "as_json", is_flag=True, help="One JSON result per input line on stdout.")
 @click.pass_context
 @_reported
-def send(ctx: click.Context, source: IO[str], on_invalid: str, as_json: bool) -> None:
+def send(ctx: click.Context, source: IO[bytes], on_invalid: str, as_json: bool) -> None:
     """Send orders, one JSON object per line, to the pipeline's queue.
 
     Each order carries its idempotency key (its own event_id, else one derived from the identity
     fields) in the body and as the idempotency_key attribute, so sending a file twice records
-    every order once. Every line is checked against the consumer's contract first.
+    every order once. Every line is checked against the consumer's contract first; with
+    --on-invalid skip the valid lines are sent and each invalid one is listed with its number.
     """
     operator = _operator(ctx)
     publisher = operator.publisher()
@@ -200,9 +243,11 @@ def send(ctx: click.Context, source: IO[str], on_invalid: str, as_json: bool) ->
     invalid: list[tuple[int, str]] = []
     for number, line in lines:
         try:
-            prepared.append((number, publisher.prepare(parse_body(line))))
+            prepared.append((number, _order_line(publisher, line)))
         except PermanentError as exc:
             invalid.append((number, f"{exc.error_code}: {exc}"))
+        except Exception as exc:
+            invalid.append((number, f"{InvalidMessageError.error_code}: {type(exc).__name__}: {exc}"[:1000]))
     for number, reason in invalid:
         click.echo(f"line {number}: invalid: {reason}", err=True)
         if as_json:
@@ -263,8 +308,8 @@ def inspect(ctx: click.Context, event_id: str | None, order_id: str | None, as_j
     operator = _operator(ctx)
     result = inspect_records(
         operator.clients.dynamodb,
-        operator.stack.output(PROCESSED_EVENTS_TABLE),
-        operator.stack.output(ORDER_RECORDS_TABLE),
+        operator.resources.processed_events_table,
+        operator.resources.order_records_table,
         event_id=event_id,
         order_id=order_id,
     )
@@ -330,7 +375,7 @@ def dlq_list(
 ) -> None:
     """List DLQ messages with their error_code, leaving them in the queue."""
     operator = _operator(ctx)
-    url = operator.stack.output(DEAD_LETTER_QUEUE_URL)
+    url = operator.resources.dead_letter_queue_url
     letters = peek(
         operator.clients.sqs,
         url,
@@ -390,7 +435,7 @@ def dlq_drop(
     if selection.everything != everything:
         raise click.UsageError("select what to drop (--error-code, --event-id, --order-id) or pass --all, not both")
     operator = _operator(ctx)
-    url = operator.stack.output(DEAD_LETTER_QUEUE_URL)
+    url = operator.resources.dead_letter_queue_url
     what = "EVERY message" if everything else "the selected messages"
     if not yes:
         click.confirm(f"Delete {what} from {url} for good?", abort=True, err=True)
@@ -449,8 +494,8 @@ def redrive(
     """
     operator = _operator(ctx)
     sqs = operator.clients.sqs
-    dlq_url = operator.stack.output(DEAD_LETTER_QUEUE_URL)
-    queue_url = operator.stack.output(QUEUE_URL)
+    dlq_url = operator.resources.dead_letter_queue_url
+    queue_url = operator.resources.queue_url
     selection = Selection.of(error_codes, event_id, order_id)
     if not selection.everything or max_messages is not None:
         if method == "move-task":
@@ -555,13 +600,13 @@ def pending(ctx: click.Context, older_than: int, limit: int | None, resend: bool
     now = time.time()
     records = find_pending(
         operator.clients.dynamodb,
-        operator.stack.output(PROCESSED_EVENTS_TABLE),
+        operator.resources.processed_events_table,
         older_than_seconds=older_than,
         now=now,
         limit=limit,
     )
     publisher = operator.publisher() if resend and records else None
-    orders_table = operator.stack.output(ORDER_RECORDS_TABLE) if publisher is not None else ""
+    orders_table = operator.resources.order_records_table if publisher is not None else ""
     resent = problems = 0
     for record in records:
         outcome: dict[str, Any] = {}
@@ -592,6 +637,45 @@ def pending(ctx: click.Context, older_than: int, limit: int | None, resend: bool
     click.echo(f"{len(records)} record(s) pending for more than {age(older_than)}{hint if records else ''}", err=True)
     if problems:
         raise click.ClickException(f"{problems} pending record(s) not resent (see above)")
+
+
+# --- pipelines ---------------------------------------------------------------------------------------
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per pipeline.")
+@click.pass_context
+@_reported
+def pipelines(ctx: click.Context, as_json: bool) -> None:
+    """List every IdempotentOrderPipeline of the stack, with its queues, tables, topic and function.
+
+    Found in the stack itself: the construct marks its resources with template metadata. Pass a
+    pipeline's path (or construct id) as --pipeline to the other commands.
+    """
+    operator = _operator(ctx)
+    found = operator.stack.pipelines()
+    if not found:
+        raise OperationsError(
+            f"stack {operator.stack.name!r} holds no IdempotentOrderPipeline (no resource carries "
+            f"'{METADATA_KEY}' metadata: deployed with a version before 0.2.0? the other commands "
+            "then read app.py's stack outputs)"
+        )
+    for pipeline in found:
+        # Through PipelineResources, so resources handed in (existing_queue=...) are named too.
+        resources = PipelineResources(operator.stack, selector=pipeline.path)
+        ids: dict[str, str] = {}
+        for role in ROLES:
+            try:
+                ids[role] = resources.get(role)
+            except OperationsError:
+                continue
+        if as_json:
+            click.echo(to_json({"pipeline": pipeline.path, "id": pipeline.construct_id, **ids}))
+        else:
+            click.echo(pipeline.path)
+            for role in ROLES:
+                click.echo(f"  {role:<24}{ids.get(role, '- (not deployed)')}")
+    click.echo(f"{len(found)} pipeline(s) in stack {operator.stack.name}", err=True)
 
 
 def main() -> None:

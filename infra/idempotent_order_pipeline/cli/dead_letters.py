@@ -3,7 +3,8 @@
 Two kinds of message end up there:
 
 * parked by the consumer (a permanent failure: invalid, conflict, too large): the original body and
-  attributes plus ``error_code``, ``error_message`` and ``source_message_id``;
+  attributes plus ``error_code``, ``error_message`` and ``source_message_id``, under the consumer's
+  envelope (``order_events.parked``); only a message with a valid envelope counts as parked;
 * moved by SQS after ``maxReceiveCount`` failed receives (a transient failure that lasted): the
   original message, no reason attribute. Shown here with the code :data:`MAX_RECEIVES`.
 
@@ -11,15 +12,15 @@ Redrive uses SQS's StartMessageMoveTask where the endpoint has it (it moves mess
 reason attributes included; the consumer ignores them and writes fresh ones if the message fails
 again). Elsewhere - moto, the local sandbox - and whenever messages must be selected, a
 receive-send-delete loop deletes a message only after its copy was accepted, and returns it as the
-producer sent it: reason attributes removed, packed original attributes unpacked.
+producer sent it: what the envelope says the consumer added removed, packed originals unpacked.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import functools
 import hashlib
-import json
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -29,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from idempotent_order_pipeline._lambda_asset.order_events.message import ORDER_ID_FIELD, parse_body
-from idempotent_order_pipeline._lambda_asset.order_events.parked import ORIGINAL_ATTRIBUTES, REASON_ATTRIBUTES
+from idempotent_order_pipeline._lambda_asset.order_events.parked import Envelope, envelope_of, unparked
 from idempotent_order_pipeline.cli.errors import MoveTaskUnsupportedError
 from idempotent_order_pipeline.cli.render import timestamp
 from idempotent_order_pipeline.errors import InvalidMessageError
@@ -87,18 +88,32 @@ class DeadLetter:
         value = self.attributes.get(name, {}).get("StringValue")
         return value if isinstance(value, str) else None
 
+    @functools.cached_property
+    def envelope(self) -> Envelope | None:
+        """The consumer's mark if it parked this message; None for one SQS moved here (or a stranger's)."""
+        return envelope_of(self.attributes, string_key="StringValue")
+
+    def _reason(self, name: str) -> str | None:
+        """A reason attribute, trusted only when the envelope says the consumer added it."""
+        return self._string(name) if self.envelope is not None and name in self.envelope.added else None
+
     @property
     def error_code(self) -> str:
         """The consumer's reason code, or MAX_RECEIVES for a message the queue itself moved here."""
-        return self._string("error_code") or MAX_RECEIVES
+        return self._reason("error_code") or MAX_RECEIVES
 
     @property
     def error_message(self) -> str | None:
-        return self._string("error_message")
+        return self._reason("error_message")
 
     @property
     def source_message_id(self) -> str | None:
-        return self._string("source_message_id")
+        return self._reason("source_message_id")
+
+    @functools.cached_property
+    def original_attributes(self) -> dict[str, MessageAttributeValueTypeDef]:
+        """The attributes as the producer sent them (what a redrive sends)."""
+        return attributes_for_redrive(self.attributes)
 
     @functools.cached_property
     def order(self) -> dict[str, Any] | None:
@@ -116,7 +131,9 @@ class DeadLetter:
     @property
     def event_id(self) -> str | None:
         """The idempotency key the consumer resolves for this message; None if it cannot resolve one."""
-        attribute_key = self._string(IDEMPOTENCY_KEY_ATTRIBUTE)
+        original = self.original_attributes.get(IDEMPOTENCY_KEY_ATTRIBUTE)
+        key = original.get("StringValue") if original is not None else None
+        attribute_key = key if isinstance(key, str) else None
         if self.order is None:
             return attribute_key
         try:
@@ -207,11 +224,13 @@ class Selection:
 
 
 class _Sweep:
-    """Receive each message of a queue once; hold the ones not taken and release them at the end.
+    """Receive each message of a queue once; whatever is not deleted is released when the sweep ends.
 
     Messages are received with a visibility timeout of HOLD_SECONDS, so that paging reaches the
-    next ones instead of the same ten again; whatever the caller does not delete is made visible
-    again (visibility 0) when the sweep ends, also when it fails.
+    next ones instead of the same ten again. Every message received stays on the sweep's books until
+    the caller reports it deleted; when the sweep ends - normally, or because something raised
+    midway (a bug, a lost connection, Ctrl-C) - everything still on the books is made visible again
+    at once (visibility 0), so nothing stays hidden for HOLD_SECONDS and a rerun finds it.
     """
 
     def __init__(self, sqs: SQSClient, queue_url: str, *, wait_seconds: int, identity_fields: Sequence[str]) -> None:
@@ -220,19 +239,25 @@ class _Sweep:
         self._wait_seconds = wait_seconds
         self._identity_fields = identity_fields
         self._seen: set[str] = set()
-        self._held: list[str] = []
+        # Receipt handles received and not deleted (a dict as an ordered set).
+        self._held: dict[str, None] = {}
 
     def __enter__(self) -> _Sweep:
         return self
 
-    def __exit__(self, *exc_info: object) -> None:
-        release(self._sqs, self._queue_url, self._held)
+    def __exit__(self, exc_type: type[BaseException] | None, *exc_info: object) -> None:
+        if exc_type is None:
+            release(self._sqs, self._queue_url, self._held)
+            return
+        # On the way out of a failure: release what can be, and let the failure through.
+        with contextlib.suppress(ClientError, BotoCoreError):
+            release(self._sqs, self._queue_url, self._held)
 
     def batches(self, budget: Callable[[], int]) -> Iterator[list[DeadLetter]]:
         """Batches of messages not seen before, while ``budget()`` is positive and the queue has more."""
         while (wanted := budget()) > 0:
             batch = _receive(self._sqs, self._queue_url, count=wanted, wait_seconds=self._wait_seconds)
-            self._held.extend(m["ReceiptHandle"] for m in batch if m["MessageId"] in self._seen)
+            self._held.update(dict.fromkeys(m["ReceiptHandle"] for m in batch))
             fresh = [
                 DeadLetter.from_message(m, self._identity_fields) for m in batch if m["MessageId"] not in self._seen
             ]
@@ -241,9 +266,10 @@ class _Sweep:
             self._seen.update(letter.message_id for letter in fresh)
             yield fresh
 
-    def hold(self, letters: Iterable[DeadLetter]) -> None:
-        """Leave these in the queue (released when the sweep ends)."""
-        self._held.extend(letter.receipt_handle for letter in letters)
+    def deleted(self, letters: Iterable[DeadLetter]) -> None:
+        """These left the queue: nothing to release."""
+        for letter in letters:
+            self._held.pop(letter.receipt_handle, None)
 
 
 def peek(
@@ -261,7 +287,6 @@ def peek(
     letters: list[DeadLetter] = []
     with _Sweep(sqs, queue_url, wait_seconds=wait_seconds, identity_fields=identity_fields) as sweep:
         for batch in sweep.batches(lambda: max_messages - len(letters)):
-            sweep.hold(batch)
             letters.extend(batch)
     return letters[:max_messages]
 
@@ -297,11 +322,10 @@ def drop(
     with _Sweep(sqs, queue_url, wait_seconds=wait_seconds, identity_fields=identity_fields) as sweep:
         for batch in sweep.batches(lambda: MAX_BATCH_ENTRIES):
             chosen = [letter for letter in batch if selection.matches(letter)]
-            sweep.hold(letter for letter in batch if not selection.matches(letter))
             failed = _delete(sqs, queue_url, chosen)
-            sweep.hold(failed)
             left.extend(failed)
             deleted.extend(letter for letter in chosen if letter not in failed)
+            sweep.deleted(letter for letter in chosen if letter not in failed)
     return deleted, left
 
 
@@ -309,22 +333,19 @@ def drop(
 
 
 def attributes_for_redrive(attributes: Mapping[str, Any]) -> dict[str, MessageAttributeValueTypeDef]:
-    """The message attributes as the producer sent them: the DLQ reason removed, packed ones unpacked.
+    """The message attributes as the producer sent them: what the consumer added removed, packed ones unpacked.
 
-    The consumer parks a message with ``error_code``, ``error_message`` and ``source_message_id``
-    and, when the original attributes do not fit beside those, packs them into
-    ``original_attributes``. Both are undone, so that the consumer sees the message as it first
-    did (a new failure gets a fresh reason) and a packed ``idempotency_key`` is a key again.
+    Only a message that carries the consumer's envelope (``order_events.parked``: an attribute of
+    that name whose value is a versioned JSON envelope of the exact shape) is changed: the names the
+    envelope lists are removed and the originals it packed are unpacked, so the consumer sees the
+    message as it first did (a new failure gets a fresh reason) and a packed ``idempotency_key`` is a
+    key again. Any other message - moved by SQS, or parked before the envelope existed - goes back
+    with its attributes as they are: an attribute is never interpreted because of its name alone.
     """
-    result: dict[str, MessageAttributeValueTypeDef] = {}
-    for name, value in attributes.items():
-        if name in REASON_ATTRIBUTES:
-            continue
-        if name == ORIGINAL_ATTRIBUTES:
-            for original_name, original in json.loads(value.get("StringValue") or "{}").items():
-                result[original_name] = _from_lambda_shape(original)
-            continue
-        result[name] = _send_shape(value)
+    envelope = envelope_of(attributes, string_key="StringValue")
+    result = {name: _send_shape(value) for name, value in unparked(attributes, envelope).items()}
+    if envelope is not None:
+        result.update({name: _from_lambda_shape(value) for name, value in envelope.packed.items()})
     return result
 
 
@@ -454,7 +475,7 @@ def _chunks(letters: Sequence[tuple[DeadLetter, dict[str, Any]]]) -> Iterator[li
 
 
 def _entry(letter: DeadLetter, fifo: bool) -> dict[str, Any]:
-    entry: dict[str, Any] = {"MessageBody": letter.body, "MessageAttributes": attributes_for_redrive(letter.attributes)}
+    entry: dict[str, Any] = {"MessageBody": letter.body, "MessageAttributes": letter.original_attributes}
     if fifo:
         # Same group as before; a deduplication id new to this receive, so that SQS does not drop
         # the copy as a duplicate of the message's first send (within its five-minute window).
@@ -474,41 +495,53 @@ def redrive_loop(
     wait_seconds: int = DEFAULT_WAIT_SECONDS,
     identity_fields: Sequence[str] = DEFAULT_IDENTITY_FIELDS,
     on_moved: Callable[[int], None] | None = None,
-    clock: Callable[[], float] = time.time,
 ) -> RedriveReport:
     """Move DLQ messages back to the queue: receive, send, and delete only what was sent.
 
-    Only messages already in the DLQ when the loop starts are moved: one sent to it later - the
-    consumer parking a redriven message again, within a second - is left for the operator (else a
-    message that always fails would circle between the queues for ever). ``SentTimestamp`` tells
-    them apart: SQS keeps a message's first send time when its redrive policy moves it.
+    Each message is moved at most once per run, so one that always fails cannot circle between the
+    queues. That needs no clock: the loop remembers the MessageId SQS gave each copy it sent, and a
+    message that comes back is recognised by SQS's own ids, whatever the operator's clock says:
+
+    * moved back by the redrive policy after ``maxReceiveCount``, it keeps its MessageId (SQS moves
+      the message itself; on FIFO queues it even replaces the deduplication id with that id);
+    * parked again by the consumer, it is a new message whose ``source_message_id`` - trusted only
+      under the consumer's envelope - is the id of the copy it received.
+
+    Either way it is left in the DLQ and counted in ``arrived_later``. (Comparing ``SentTimestamp``,
+    SQS's clock, with the operator's ``time.time()`` did not work: with the operator 120 s ahead a
+    message parked again looked old and went round once per receive.) A message some other failure
+    parks while the loop runs is moved if the loop reaches it - it cannot be told from one that came
+    just before the start - and it, too, is then moved only once.
 
     A message leaves the DLQ only after SendMessageBatch accepted its copy; one whose send failed
-    is made visible again at once and stays. A crash between the send and the delete leaves a copy
-    in both queues, which is harmless: the consumer records an event once. ``selection`` (e.g.
-    error code ``MAX_RECEIVES``) picks the messages to move; the others are held while the loop
-    runs and released at the end. ``on_moved`` gets the running total after each batch.
+    stays. A crash between the send and the delete leaves a copy in both queues, which is harmless:
+    the consumer records an event once. Whatever the loop received and did not delete is made
+    visible again when it ends, also when it ends by an exception, so a rerun moves what is left.
+    ``selection`` (e.g. error code ``MAX_RECEIVES``) picks the messages to move; the others stay.
+    ``on_moved`` gets the running total after each batch.
     """
     report = RedriveReport(method="loop")
     fifo = queue_url.endswith(".fifo")
-    started_ms = int(clock() * 1000)
+    # MessageIds of the copies this run sent to the queue.
+    copies: set[str] = set()
 
     def budget() -> int:
         if max_messages is None:
             return MAX_BATCH_ENTRIES
         return max_messages - report.moved - len(report.failed)
 
+    def came_back(letter: DeadLetter) -> bool:
+        return letter.message_id in copies or (letter.source_message_id or "") in copies
+
     with _Sweep(sqs, dead_letter_queue_url, wait_seconds=wait_seconds, identity_fields=identity_fields) as sweep:
         for batch in sweep.batches(budget):
-            later = [letter for letter in batch if letter.sent_timestamp_ms > started_ms]
+            later = [letter for letter in batch if came_back(letter)]
             chosen = [letter for letter in batch if letter not in later and selection.matches(letter)]
-            skipped = [letter for letter in batch if letter not in later and letter not in chosen]
-            sweep.hold([*later, *skipped])
             report.arrived_later += len(later)
-            report.skipped += len(skipped)
+            report.skipped += len(batch) - len(later) - len(chosen)
             failed_before = len(report.failed)
             for chunk in _chunks([(letter, _entry(letter, fifo)) for letter in chosen]):
-                _send_and_delete(sqs, dead_letter_queue_url, queue_url, chunk, report, sweep)
+                _send_and_delete(sqs, dead_letter_queue_url, queue_url, chunk, report, sweep, copies)
             if on_moved is not None:
                 on_moved(report.moved)
             if chosen and len(report.failed) - failed_before == len(chosen):
@@ -523,6 +556,7 @@ def _send_and_delete(
     chunk: list[tuple[DeadLetter, dict[str, Any]]],
     report: RedriveReport,
     sweep: _Sweep,
+    copies: set[str],
 ) -> None:
     letters = {str(i): letter for i, (letter, _) in enumerate(chunk)}
     entries: list[Any] = [{"Id": str(i), **entry} for i, (_, entry) in enumerate(chunk)]
@@ -530,13 +564,15 @@ def _send_and_delete(
         response = sqs.send_message_batch(QueueUrl=queue_url, Entries=entries)
     except (ClientError, BotoCoreError) as exc:
         report.failed.extend((letter.message_id, f"SendMessageBatch failed: {exc}") for letter in letters.values())
-        sweep.hold(letters.values())
         return
     refused = [(letters[f["Id"]], f"{f.get('Code')}: {f.get('Message', '')}") for f in response.get("Failed", [])]
     report.failed.extend((letter.message_id, reason) for letter, reason in refused)
-    sweep.hold(letter for letter, _ in refused)
-    sent = [letters[success["Id"]] for success in response.get("Successful", [])]
+    successful = response.get("Successful", [])
+    copies.update(success["MessageId"] for success in successful)
+    sent = [letters[success["Id"]] for success in successful]
     # Only now that SQS holds the copies may the originals go.
-    report.not_deleted.extend(letter.message_id for letter in _delete(sqs, dead_letter_queue_url, sent))
+    not_deleted = _delete(sqs, dead_letter_queue_url, sent)
+    sweep.deleted(letter for letter in sent if letter not in not_deleted)
+    report.not_deleted.extend(letter.message_id for letter in not_deleted)
     report.moved += len(sent)
     report.moved_by_code.update(letter.error_code for letter in sent)

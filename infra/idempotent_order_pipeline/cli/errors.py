@@ -19,6 +19,14 @@ class StackOutputMissingError(OperationsError):
     """The stack exists but lacks an output a command needs (not a pipeline stack, or not fully deployed)."""
 
 
+class PipelineNotFoundError(OperationsError):
+    """The stack holds no pipeline (or none that ``--pipeline`` names), or not one of its resources."""
+
+
+class AmbiguousPipelineError(OperationsError):
+    """The stack holds several pipelines and ``--pipeline`` does not pick exactly one."""
+
+
 class MoveTaskUnsupportedError(OperationsError):
     """The endpoint does not implement SQS StartMessageMoveTask (moto and other emulators)."""
 

@@ -7,11 +7,10 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from boto3.dynamodb.types import Binary, TypeDeserializer
+from boto3.dynamodb.types import Binary
 
+from idempotent_order_pipeline._lambda_asset.order_events.message import from_attribute_value
 from idempotent_order_pipeline.keys import canonical_json
-
-_deserializer = TypeDeserializer()
 
 
 def timestamp(epoch_seconds: Any) -> str | None:
@@ -59,7 +58,7 @@ def item(raw: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """A DynamoDB item (attribute values) as plain values; None for no item."""
     if not raw:
         return None
-    return {name: plain(_deserializer.deserialize(value)) for name, value in raw.items()}
+    return {name: plain(from_attribute_value(value)) for name, value in raw.items()}
 
 
 def to_json(value: Any) -> str:

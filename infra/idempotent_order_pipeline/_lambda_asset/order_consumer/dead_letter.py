@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import base64
-import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from order_events.errors import DeadLetterSendError, PermanentError
-from order_events.parked import MAX_MESSAGE_ATTRIBUTES, ORIGINAL_ATTRIBUTES, REASON_ATTRIBUTES
+from order_events.parked import (
+    ADDED_ATTRIBUTES,
+    MAX_MESSAGE_ATTRIBUTES,
+    PARKED_ATTRIBUTE,
+    Envelope,
+    envelope_of,
+    unparked,
+)
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient
@@ -27,19 +33,36 @@ def _send_format(attribute: Mapping[str, Any]) -> MessageAttributeValueTypeDef:
     return {"DataType": data_type, "StringValue": str(attribute.get("stringValue", ""))}
 
 
+def _packed_format(attribute: Mapping[str, Any]) -> dict[str, str]:
+    """A Lambda-event message attribute reduced to its type and its one value, as the envelope packs it."""
+    data_type = str(attribute.get("dataType", "String"))
+    if data_type.startswith("Binary"):
+        return {"dataType": data_type, "binaryValue": str(attribute.get("binaryValue") or "")}
+    return {"dataType": data_type, "stringValue": str(attribute.get("stringValue", ""))}
+
+
 def dead_letter_attributes(
     attributes: Mapping[str, Any], error: PermanentError, message_id: str
 ) -> dict[str, MessageAttributeValueTypeDef]:
-    """The original attributes plus ``error_code``, ``error_message`` and ``source_message_id``."""
-    originals = {name: value for name, value in attributes.items() if name not in REASON_ATTRIBUTES}
+    """The original attributes plus the reason and the consumer's envelope (``order_events.parked``).
+
+    The originals are what the producer sent: a message moved back by a move task still carries the
+    consumer's earlier mark, which is recognised by its envelope (never by a name alone) and
+    replaced. They are copied beside the reason when they fit and none has a name the consumer adds;
+    otherwise all of them are packed into the envelope, so a producer's own ``error_code`` or
+    ``original_attributes`` survives the trip.
+    """
+    earlier = envelope_of(attributes, string_key="stringValue")
+    originals = unparked(attributes, earlier)
+    if earlier is not None:
+        originals.update(earlier.packed)
+    fits = len(originals) + len(ADDED_ATTRIBUTES) <= MAX_MESSAGE_ATTRIBUTES
+    packed = not fits or any(name in ADDED_ATTRIBUTES for name in originals)
     result: dict[str, MessageAttributeValueTypeDef] = {}
-    if len(originals) + len(REASON_ATTRIBUTES) <= MAX_MESSAGE_ATTRIBUTES:
+    if not packed:
         result.update({name: _send_format(value) for name, value in originals.items()})
-    else:
-        result[ORIGINAL_ATTRIBUTES] = {
-            "DataType": "String",
-            "StringValue": json.dumps({name: dict(value) for name, value in originals.items()}, default=str),
-        }
+    envelope = Envelope(packed={name: _packed_format(value) for name, value in originals.items()})
+    result[PARKED_ATTRIBUTE] = {"DataType": "String", "StringValue": envelope.to_json(with_packed=packed)}
     result["error_code"] = {"DataType": "String", "StringValue": error.error_code}
     result["error_message"] = {
         "DataType": "String",

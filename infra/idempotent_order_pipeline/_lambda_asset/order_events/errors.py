@@ -42,6 +42,18 @@ class MissingIdentityFieldError(InvalidMessageError):
     """An identity field needed to derive the idempotency key is missing or empty."""
 
 
+class InvalidNumberError(InvalidMessageError, ValueError):
+    """A number DynamoDB cannot store exactly: over 38 significant digits, out of range, or not finite."""
+
+
+class InvalidTextError(InvalidMessageError, ValueError):
+    """A string, field name or attribute is not valid Unicode (a lone surrogate): it has no UTF-8 form."""
+
+
+class UnserializableValueError(InvalidMessageError, TypeError):
+    """A value has no JSON form (a datetime, a set, a non-string field name, a cycle, ...)."""
+
+
 class ItemTooLargeError(PermanentError):
     """The order would exceed DynamoDB's 400 KB item size limit."""
 

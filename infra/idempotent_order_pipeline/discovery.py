@@ -1,0 +1,100 @@
+"""How a deployed stack tells which of its resources belong to which ``IdempotentOrderPipeline``.
+
+The construct marks each resource an operator needs with CloudFormation resource metadata::
+
+    "Metadata": {"idempotent_order_pipeline": {"pipeline": "Shop/Orders", "role": "queue"}}
+
+``pipeline`` is the construct's path inside its stack (the same in every stage), ``role`` is the
+construct attribute the resource is (:data:`ROLES`). The stack itself then says where every
+pipeline is: its template (``GetTemplate``) holds the marks by logical id, its resources
+(``ListStackResources``) the physical ids. No output, export or tag is needed, so any number of
+pipelines fit in one stack, and an app names its outputs as it likes.
+
+:func:`mark` runs at synth (called once by the construct); :func:`pipelines_in` reads a deployed
+template on the operator's side and imports nothing of the CDK.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from idempotent_order_pipeline.construct import IdempotentOrderPipeline
+
+#: The resource metadata key (one per marked resource).
+METADATA_KEY = "idempotent_order_pipeline"
+#: The marked roles: construct attribute -> what its CloudFormation physical id is.
+ROLES: Mapping[str, str] = {
+    "queue": "queue URL",
+    "dead_letter_queue": "queue URL",
+    "processed_events_table": "table name",
+    "order_records_table": "table name",
+    "topic": "topic ARN",
+    "function": "function name",
+}
+
+
+def mark(pipeline: IdempotentOrderPipeline) -> None:
+    """Add the discovery metadata to the pipeline's queue, DLQ, tables, topic and function."""
+    stack_path = _stack_path(pipeline)
+    path = pipeline.node.path.removeprefix(f"{stack_path}/") if stack_path else pipeline.node.path
+    for role in ROLES:
+        resource = getattr(pipeline, role).node.default_child
+        if resource is None:
+            # An existing resource handed in (``existing_queue=...``): it lives elsewhere, so the
+            # operator CLI finds it through the function's environment and event source instead.
+            continue
+        resource.add_metadata(METADATA_KEY, {"pipeline": path, "role": role})
+
+
+def _stack_path(pipeline: IdempotentOrderPipeline) -> str:
+    from aws_cdk import Stack  # here, not at the top: the CLI imports this module without the CDK
+
+    return Stack.of(pipeline).node.path
+
+
+@dataclass(frozen=True)
+class DiscoveredPipeline:
+    """One pipeline of a deployed stack: its construct path and the physical id of each role."""
+
+    path: str
+    physical_ids: Mapping[str, str] = field(default_factory=dict)
+    logical_ids: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def construct_id(self) -> str:
+        """The last part of the path (``Orders`` for ``Shop/Orders``)."""
+        return self.path.rsplit("/", 1)[-1]
+
+    def matches(self, selector: str) -> bool:
+        """Whether ``--pipeline selector`` names this pipeline: its path in the stack, a full path
+        ending with it (``dev/Shop/Orders``), or its construct id."""
+        selector = selector.strip("/")
+        return selector in (self.path, self.construct_id) or selector.endswith(f"/{self.path}")
+
+
+def pipelines_in(template: Mapping[str, Any], physical_ids: Mapping[str, str]) -> list[DiscoveredPipeline]:
+    """Every marked pipeline of a deployed template, sorted by path.
+
+    ``physical_ids`` maps logical ids to physical ids (``ListStackResources``); a marked resource
+    the stack did not create (yet) is left out of ``physical_ids`` but kept in ``logical_ids``.
+    """
+    found: dict[str, tuple[dict[str, str], dict[str, str]]] = {}
+    for logical_id, resource in (template.get("Resources") or {}).items():
+        metadata = resource.get("Metadata") if isinstance(resource, Mapping) else None
+        marked = metadata.get(METADATA_KEY) if isinstance(metadata, Mapping) else None
+        if not isinstance(marked, Mapping) or marked.get("role") not in ROLES:
+            continue
+        path, role = marked.get("pipeline"), marked["role"]
+        if not isinstance(path, str):
+            continue
+        physical, logical = found.setdefault(path, ({}, {}))
+        logical[role] = logical_id
+        if logical_id in physical_ids:
+            physical[role] = physical_ids[logical_id]
+    return [
+        DiscoveredPipeline(path=path, physical_ids=physical, logical_ids=logical)
+        for path, (physical, logical) in sorted(found.items())
+    ]
