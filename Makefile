@@ -94,14 +94,16 @@ endpoint: $(STAMP) ## A local AWS endpoint (moto, bootstrapped) for your own CDK
 
 # The benchmark (bench/, outside the product packages) also imports the sandbox's moto fix from infra/.
 BENCH := PYTHONPATH=$(CURDIR):$(CURDIR)/lambdas:$(CURDIR)/infra $(BIN)/python -m bench
+# e.g. `make bench-quick BENCH_ARGS="--out /tmp/results.json"`
+BENCH_ARGS ?=
 
 .PHONY: bench
-bench: $(STAMP) ## Four consumers side by side (latency, calls, request units, USD/M); writes bench/results.json, README
-	$(BENCH)
+bench: $(STAMP) ## Consumers at Lambda's CPU share per memory size (cgroups, ~10 min); writes bench/results.json, the chart, README
+	$(BENCH) $(BENCH_ARGS)
 
 .PHONY: bench-quick
-bench-quick: $(STAMP) ## The same benchmark with fewer batches and samples (under a minute); writes nothing
-	$(BENCH) --quick
+bench-quick: $(STAMP) ## The same benchmark, fewer batches (under 3 minutes); writes only what --out names (BENCH_ARGS)
+	$(BENCH) --quick $(BENCH_ARGS)
 
 # KILL_CHAOS_KILLS: SIGKILLs of the handler process per queue type in the kill-chaos step (make test: 15).
 KILL_CHAOS_KILLS ?= 520

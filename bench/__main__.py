@@ -1,8 +1,13 @@
-"""``python -m bench [--quick]``: run the benchmark, print the table, write the results.
+"""``python -m bench [--quick]``: run the benchmark, print the tables, write the results.
 
-``make bench`` runs the full benchmark and writes ``bench/results.json`` (the issue's shape),
-``bench/results-detail.json`` and the README's "Performance" section. ``make bench-quick`` runs fewer
-batches and import samples and writes nothing unless asked (``--out``).
+``make bench`` runs the full benchmark and writes ``bench/results.json`` (the contract's shape),
+``bench/results-detail.json``, the chart ``docs/memory-sweep.png`` and the README's "Performance"
+section, all from one run. ``make bench-quick`` runs fewer batches and writes nothing unless asked
+(``--out``, ``--readme``, ``--chart``).
+
+One run: cold starts in fresh interpreters; the consumers on moto in-process (correctness, calls,
+request units); the Lambda-CPU sweep, each consumer in its own capped process against the HTTP
+stand-in, over the memory sizes at 5 and 10 ms per call; a profiled run for CPU by component.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ import argparse
 import datetime as dt
 import importlib.metadata
 import os
+import platform
 import random
 import sys
 import time
@@ -18,25 +24,57 @@ from pathlib import Path
 
 from rich.console import Console
 
-from bench import coldstart, report, summary
+from bench import capped, chart, coldstart, report, summary
 from bench.orders import OrderSource
 from bench.run import CONSUMERS, REPO_ROOT, StandIn, construct_memory_mb, measure, stand_in_note, warm_up
 
-FULL = {"batches": 100, "zero_latency_batches": 100, "import_samples": 25}
-QUICK = {"batches": 8, "zero_latency_batches": 4, "import_samples": 5}
+FULL = {"batches": 30, "zero_latency_batches": 10, "import_samples": 15, "rounds": 15, "profile_batches": 5}
+QUICK = {"batches": 3, "zero_latency_batches": 1, "import_samples": 2, "rounds": 2, "profile_batches": 2}
 
 
 def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer batches and samples (under a minute)")
-    parser.add_argument("--latency-ms", type=float, default=5.0, help="network round trip per AWS call (default 5)")
-    parser.add_argument("--batches", type=int, help="batches of 10 per consumer at the latency (full 100, quick 8)")
-    parser.add_argument("--zero-latency-batches", type=int, help="batches of 10 at 0 ms (full 100, quick 4)")
-    parser.add_argument("--import-samples", type=int, help="fresh interpreters per cold import (full 25, quick 5)")
+    parser.add_argument("--quick", action="store_true", help="fewer batches and samples (under 3 minutes)")
+    parser.add_argument("--latency-ms", type=float, default=5.0, help="moto run: round trip per AWS call (default 5)")
+    parser.add_argument("--batches", type=int, help="moto run: batches of 10 per consumer at the latency")
+    parser.add_argument("--zero-latency-batches", type=int, help="moto run: batches of 10 at 0 ms")
+    parser.add_argument("--import-samples", type=int, help="fresh interpreters per cold start")
+    parser.add_argument("--rounds", type=int, help="capped run: batches per consumer, memory size and latency")
+    parser.add_argument("--profile-batches", type=int, help="profiled batches per consumer (CPU by component)")
+    parser.add_argument(
+        "--memory",
+        type=int,
+        action="append",
+        help=f"capped run: a memory size (MB), repeatable (default {capped.MEMORY_SIZES})",
+    )
+    parser.add_argument(
+        "--capped-latency-ms",
+        type=float,
+        action="append",
+        help=f"capped run: a latency per call (ms), repeatable (default {capped.LATENCIES_MS}; the first counts)",
+    )
+    parser.add_argument("--no-caps", action="store_true", help="do not try cgroups (the run is labelled uncapped)")
     parser.add_argument("--out", type=Path, help="results JSON (default: bench/results.json, none with --quick)")
     parser.add_argument("--readme", type=Path, help="README to update (default: README.md, none with --quick)")
+    parser.add_argument("--chart", type=Path, help=f"chart PNG (default: {report.CHART_PATH}, none with --quick)")
     parser.add_argument("--seed", type=int, default=7, help="seed of the generated orders")
     return parser.parse_args(argv)
+
+
+def _load() -> str:
+    return " ".join(f"{v:.1f}" for v in os.getloadavg())
+
+
+def _machine() -> str:
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{platform.system()} {platform.release()} {platform.machine()}, {model or 'unknown CPU'}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -45,38 +83,40 @@ def main(argv: list[str] | None = None) -> int:
     batches = args.batches or preset["batches"]
     zero_batches = args.zero_latency_batches or preset["zero_latency_batches"]
     import_samples = args.import_samples or preset["import_samples"]
+    rounds = args.rounds or preset["rounds"]
+    profile_batches = args.profile_batches or preset["profile_batches"]
+    memory_sizes = tuple(sorted(set(args.memory))) if args.memory else capped.MEMORY_SIZES
+    latencies = tuple(args.capped_latency_ms) if args.capped_latency_ms else capped.LATENCIES_MS
     out = args.out or (None if args.quick else REPO_ROOT / "bench" / "results.json")
     readme = args.readme or (None if args.quick else REPO_ROOT / "README.md")
-    # Logs of the handlers go to a sink while they run; the report goes to the real stdout, wide
-    # enough for the table when it is not a terminal (make's output, CI logs).
+    chart_path = args.chart or (None if args.quick else REPO_ROOT / report.CHART_PATH)
     console = Console(file=sys.stdout, width=None if sys.stdout.isatty() else 220)
     status = Console(file=sys.stderr, highlight=False)
+    started = time.perf_counter()
+    load_before = _load()
+    memory_mb, memory_source = construct_memory_mb()
+    if memory_mb not in memory_sizes:
+        memory_sizes = tuple(sorted({*memory_sizes, memory_mb}))
+
+    def say(text: str) -> None:
+        status.print(f"[{time.perf_counter() - started:5.0f} s] {text}")
 
     def progress(latency_ms: float, done: int, total: int) -> None:
-        text = (
-            f"{latency_ms:g} ms/call: {done}/{total} batches of 10 through each consumer "
-            f"({time.perf_counter() - started:.0f} s since the start)"
-        )
-        if status.is_terminal:
-            status.print(text, end="\n" if done == total else "\r")
-        elif done == total or done % 10 == 0:
-            status.print(text)
+        if done == total or done % 10 == 0:
+            say(f"moto, {latency_ms:g} ms/call: {done}/{total} batches of 10 through each consumer")
 
-    started = time.perf_counter()
-    load_before = " ".join(f"{v:.1f}" for v in os.getloadavg())
+    # 1. cold starts, interleaved so that a busy moment hits every consumer alike
+    roots = [REPO_ROOT / "lambdas", REPO_ROOT]
+    cold: dict[str, list[coldstart.ImportTime]] = {name: [] for name in CONSUMERS}
+    for _ in range(import_samples):
+        for name in CONSUMERS:
+            cold[name] += coldstart.import_times(name, roots, samples=1)
+    say(f"cold start: {import_samples} fresh interpreters per consumer")
 
-    stand_in = StandIn()
+    # 2. moto in-process: correctness, calls, request units
     source, rng = OrderSource(args.seed), random.Random(args.seed)  # noqa: S311 - test data
+    stand_in = StandIn()
     try:
-        phase = time.perf_counter()
-        modules = {name: consumer.import_module for name, consumer in stand_in.consumers.items()}
-        roots = [REPO_ROOT / "lambdas", REPO_ROOT]
-        cold: dict[str, list[coldstart.ImportTime]] = {name: [] for name in CONSUMERS}
-        for _ in range(import_samples):  # interleaved, so that a busy moment hits every consumer alike
-            for name in CONSUMERS:
-                cold[name] += coldstart.import_times(modules[name], roots, samples=1)
-        phase_s = time.perf_counter() - phase
-        status.print(f"cold import: {import_samples} fresh interpreters per consumer ({phase_s:.0f} s)")
         warm_up(stand_in, source, rng)
         at_latency = measure(
             stand_in, latency_ms=args.latency_ms, batches=batches, source=source, rng=rng, progress=progress
@@ -85,11 +125,32 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         stand_in.close()
 
-    memory_mb, memory_source = construct_memory_mb()
+    # 3. Lambda CPU: capped processes against the HTTP stand-in
+    run = capped.CappedRun(try_caps=not args.no_caps)
+    say(f"capped run: {run.cap_note}; workers on core {run.worker_cpu}, stand-in on {run.standin_cpus}")
+    try:
+        sweep = run.sweep(
+            rounds=rounds, memory_sizes=memory_sizes, latencies_ms=latencies, source=source, rng=rng, progress=say
+        )
+        shares = run.profile(batches=profile_batches, latency_ms=latencies[0], source=source, rng=rng)
+    finally:
+        run.close()
+    say("capped run done, cgroups removed")
+
+    contract_latency = latencies[0]
+    billed = {name: sweep.settings[contract_latency][memory_mb][name].median_ms for name in CONSUMERS}
     results = {
-        name: summary.figures(name, at_latency[name], at_zero[name], cold[name], memory_mb) for name in CONSUMERS
+        name: summary.figures(name, at_latency[name], at_zero[name], cold[name], memory_mb, billed[name])
+        for name in CONSUMERS
     }
-    checks = summary.targets(results)
+    by_latency = {latency: summary.lambda_cpu(sweep, results, latency) for latency in latencies}
+    cpu_per_record = {
+        name: fig.cpu_ms_per_record for name, fig in by_latency[contract_latency][memory_mb].consumers.items()
+    }
+    components = summary.components_per_record(shares, cpu_per_record)
+    checks = summary.targets(results, by_latency[contract_latency], memory_mb)
+    _, recommendation = summary.recommend_memory(by_latency[contract_latency], memory_mb)
+    calls_check = summary.calls_agreement(results, by_latency[contract_latency])
     info = report.RunInfo(
         command="make bench-quick" if args.quick else "make bench",
         date=dt.date.today().isoformat(),
@@ -108,17 +169,43 @@ def main(argv: list[str] | None = None) -> int:
             },
         },
         cpus=os.cpu_count() or 0,
-        load=f"{load_before} at the start, {' '.join(f'{v:.1f}' for v in os.getloadavg())} at the end",
+        load=f"{load_before} at the start, {_load()} at the end",
         elapsed_s=time.perf_counter() - started,
+        machine=_machine(),
+        capped=sweep.capped,
+        cap_note=sweep.cap_note,
+        rounds=rounds,
+        latency_ms_list=latencies,
+        recommendation=recommendation,
+        calls_check=calls_check,
     )
-    report.print_report(info, results, checks, console)
+    report.print_report(info, results, checks, by_latency, components, console)
     if out is not None:
-        report.write_json(out, report.contract_json(args.latency_ms, results))
-        report.write_json(out.with_name(out.stem + "-detail.json"), report.details_json(info, results, checks))
-        status.print(f"wrote {out} and {out.with_name(out.stem + '-detail.json')}")
+        contract = report.contract_json(
+            args.latency_ms, results, default_memory_mb=memory_mb, lambda_cpu=by_latency[contract_latency]
+        )
+        report.write_json(out, contract)
+        detail = report.details_json(info, results, checks, report.sweep_json(sweep, by_latency, components))
+        report.write_json(out.with_name(out.stem + "-detail.json"), detail)
+        say(f"wrote {out} and {out.with_name(out.stem + '-detail.json')}")
+    if chart_path is not None:
+        at_contract = by_latency[contract_latency]
+        sizes = sorted(at_contract)
+        names = [n for n in summary.LAMBDA_CPU_CONSUMERS if all(n in at_contract[m].consumers for m in sizes)]
+        chart.draw(
+            chart_path,
+            memory_sizes=sizes,
+            batch_ms={n: [at_contract[m].consumers[n].batch10_ms for m in sizes] for n in names},
+            usd_per_million={n: [at_contract[m].consumers[n].usd_per_million for m in sizes] for n in names},
+            default_memory_mb=memory_mb,
+            title=f"Batch of 10 new orders at {contract_latency:g} ms per AWS call, by Lambda memory "
+            f"({'CPU capped by cgroup' if sweep.capped else 'UNCAPPED'})",
+            subtitle=f"{info.command}, {info.date}; {info.cpus} shared CPUs, load average {info.load}",
+        )
+        say(f"drew {chart_path}")
     if readme is not None:
-        report.update_readme(readme, report.markdown(info, results, checks))
-        status.print(f"updated the {report.README_HEADING!r} section of {readme}")
+        report.update_readme(readme, report.markdown(info, results, checks, by_latency, components))
+        say(f"updated the {report.README_HEADING!r} section of {readme}")
     return 0
 
 

@@ -43,25 +43,63 @@ LAMBDA_ENVIRONMENT = {
     "POWERTOOLS_SERVICE_NAME": "order-consumer",
     "POWERTOOLS_METRICS_NAMESPACE": "OrderPipelineBench",
 }
+#: The product's environment variables the bench sets (and restores).
+OURS_VARIABLES = (
+    "PROCESSED_EVENTS_TABLE",
+    "ORDER_RECORDS_TABLE",
+    "TOPIC_ARN",
+    "DEAD_LETTER_QUEUE_URL",
+    "RECORD_TTL_SECONDS",
+    "IDENTITY_FIELDS",
+)
 #: Memory used if the construct's default cannot be read (said so in the output).
 FALLBACK_MEMORY_MB = 256
 
 
+def _int_constants(tree: ast.Module) -> dict[str, int]:
+    """Module-level ``NAME = <int>`` (or annotated) assignments."""
+    constants: dict[str, int] = {}
+    for node in tree.body:
+        target, value = None, None
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+        elif isinstance(node, ast.AnnAssign):
+            target, value = node.target, node.value
+        if isinstance(target, ast.Name) and isinstance(value, ast.Constant) and type(value.value) is int:
+            constants[target.id] = value.value
+    return constants
+
+
 def construct_memory_mb() -> tuple[int, str]:
-    """The construct's default Lambda memory (read from its source, without importing the CDK)."""
-    source = REPO_ROOT / "infra" / "idempotent_order_pipeline" / "construct.py"
-    try:
-        tree = ast.parse(source.read_text(encoding="utf-8"))
-    except OSError:
-        return FALLBACK_MEMORY_MB, f"assumed {FALLBACK_MEMORY_MB} MB ({source.name} not found)"
-    for node in ast.walk(tree):
+    """The construct's default Lambda memory, read from its source without importing the CDK.
+
+    The default of ``IdempotentOrderPipeline(memory_size=...)`` in ``construct.py``: a literal, or a
+    module constant of ``construct.py`` or ``props.py`` (such as ``DEFAULT_MEMORY_MB``).
+    """
+    package = REPO_ROOT / "infra" / "idempotent_order_pipeline"
+    trees: dict[str, ast.Module] = {}
+    for name in ("construct.py", "props.py"):
+        try:
+            trees[name] = ast.parse((package / name).read_text(encoding="utf-8"))
+        except OSError:
+            continue
+    constants = {k: v for tree in trees.values() for k, v in _int_constants(tree).items()}
+    construct = trees.get("construct.py")
+    if construct is None:
+        return FALLBACK_MEMORY_MB, f"assumed {FALLBACK_MEMORY_MB} MB (construct.py not found)"
+    for node in ast.walk(construct):
         if isinstance(node, ast.FunctionDef) and node.name == "__init__":
             arguments = node.args
             for argument, default in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True):
-                value = default.value if isinstance(default, ast.Constant) else None
-                if argument.arg == "memory_size" and isinstance(value, int):
-                    return value, "IdempotentOrderPipeline(memory_size=...) default"
-    return FALLBACK_MEMORY_MB, f"assumed {FALLBACK_MEMORY_MB} MB (no memory_size default in {source.name})"
+                if argument.arg != "memory_size" or default is None:
+                    continue
+                if isinstance(default, ast.Constant) and type(default.value) is int:
+                    return default.value, "IdempotentOrderPipeline(memory_size=...) default"
+                if isinstance(default, ast.Name) and default.id in constants:
+                    return constants[default.id], f"IdempotentOrderPipeline(memory_size={default.id}) default"
+                if isinstance(default, ast.Attribute) and default.attr in constants:
+                    return constants[default.attr], f"IdempotentOrderPipeline(memory_size={default.attr}) default"
+    return FALLBACK_MEMORY_MB, f"assumed {FALLBACK_MEMORY_MB} MB (no memory_size default found in construct.py)"
 
 
 class ByteCounter(io.TextIOBase):
@@ -118,7 +156,7 @@ class StandIn:
         # The function's environment, restored by close(). The Powertools variables only matter if no
         # handler was imported yet (Powertools reads them when its objects are made); an existing
         # value is kept. The region is forced: every client must reach the same moto backend.
-        self._saved_environment = {name: os.environ.get(name) for name in LAMBDA_ENVIRONMENT}
+        self._saved_environment = {name: os.environ.get(name) for name in (*LAMBDA_ENVIRONMENT, *OURS_VARIABLES)}
         for name, value in LAMBDA_ENVIRONMENT.items():
             if name == "AWS_DEFAULT_REGION" or not os.environ.get(name):
                 os.environ[name] = value
@@ -139,9 +177,6 @@ class StandIn:
 
     def close(self) -> None:
         """Stop moto, take the meter and the transaction fix off, restore the environment."""
-        from bench.consumers import ours
-
-        ours.reset()
         self._mock.stop()
         self.meter.uninstall()
         self._revert_transact_fix()
@@ -242,9 +277,8 @@ class StandIn:
 
 
 def _configure_ours(env: Mapping[str, str]) -> None:
-    from bench.consumers import ours
-
-    ours.configure(env=env)
+    """The product's settings are its environment variables (restored by :meth:`StandIn.close`)."""
+    os.environ.update(env)
 
 
 def _apply_transact_fix() -> tuple[str, Callable[[], None]]:
@@ -338,16 +372,25 @@ class Samples:
 
 @contextmanager
 def quiet_logs(sink: ByteCounter) -> Iterator[None]:
-    """Send stdout (EMF metrics, log lines) and the product logger's stream to ``sink``."""
-    from order_consumer.observability import logger
+    """Send stdout (EMF metrics, log lines) and the product logger's stream to ``sink``.
 
-    handler: Any = logger.registered_handler
-    previous = handler.setStream(sink)
+    The product's Powertools logger holds the stdout it was made with; when it is not where this
+    expects it, its lines go to that stdout and are not counted (said so by a zero count).
+    """
+    handler: Any = None
+    try:
+        from order_consumer.observability import logger
+
+        handler = logger.registered_handler
+    except (ImportError, AttributeError):
+        handler = None
+    previous = handler.setStream(sink) if handler is not None else None
     try:
         with redirect_stdout(sink):
             yield
     finally:
-        handler.setStream(previous)
+        if handler is not None:
+            handler.setStream(previous)
 
 
 def _deliver(

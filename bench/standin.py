@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import parse_qs
 
 from moto.core.botocore_stubber import BotocoreStubber
 
@@ -50,7 +51,11 @@ class Tally:
     moto_seconds: list[float] = field(default_factory=list)
     wru: float = 0.0
     rru: float = 0.0
+    #: Notifications SNS accepted (Publish calls, PublishBatch entries).
     publishes: int = 0
+    #: Billed SNS and SQS requests (per 64 KB chunk; a batch call once per chunk of its payload).
+    sns_requests: int = 0
+    sqs_requests: int = 0
     #: The largest item written (or attempted) per table, in bytes.
     item_bytes: dict[str, int] = field(default_factory=dict)
 
@@ -94,6 +99,8 @@ class _DynamoDBCall:
         # (table, key, new item for a put or None, transactional) per written item, with the old item.
         self.writes: list[tuple[str, dict[str, Any], dict[str, Any] | None, bool, dict[str, Any] | None]] = []
         self.reads: list[tuple[str, dict[str, Any], bool, bool]] = []
+        self.flat_wru = 0.0
+        self.flat_rru = 0.0
         self._plan()
 
     def _plan(self) -> None:
@@ -117,7 +124,21 @@ class _DynamoDBCall:
             for entry in req["TransactItems"]:
                 action = entry["Get"]
                 self.reads.append((action["TableName"], action["Key"], True, True))
-        elif op in ("Query", "Scan", "BatchGetItem", "BatchWriteItem"):
+        elif op == "BatchWriteItem":
+            for table, requests in req["RequestItems"].items():
+                for entry in requests:
+                    if "PutRequest" in entry:
+                        self._write(table, None, entry["PutRequest"]["Item"], transactional=False)
+                    else:
+                        self._write(table, entry["DeleteRequest"]["Key"], None, transactional=False)
+        elif op in ("ExecuteStatement", "BatchExecuteStatement"):
+            statements = [req] if op == "ExecuteStatement" else req.get("Statements", [])
+            for statement in statements:  # keys not parsed: items under 1 KB (see bench.units)
+                if statement.get("Statement", "").lstrip().upper().startswith("SELECT"):
+                    self.flat_rru += units.read_units(0)
+                else:
+                    self.flat_wru += units.write_units(0)
+        elif op in ("Query", "Scan", "BatchGetItem"):
             raise NotImplementedError(f"the bench does not meter {op}; no consumer should need it")
 
     def _write(
@@ -131,13 +152,13 @@ class _DynamoDBCall:
 
         Also raises ``item_bytes[table]`` to the largest item this call wrote or tried to write.
         """
-        wru = 0.0
+        wru = self.flat_wru
         for table, key, new, transactional, old in self.writes:
             after = new if new is not None else _existing(table, key)
             size = max(units.item_size(old), units.item_size(after))
             item_bytes[table] = max(item_bytes.get(table, 0), size)
             wru += units.write_units(size, transactional=transactional)
-        rru = 0.0
+        rru = self.flat_rru
         for table, key, consistent, transactional in self.reads:
             size = units.item_size(_existing(table, key))
             rru += units.read_units(size, consistent=consistent, transactional=transactional)
@@ -240,6 +261,42 @@ class Meter:
                 wru, rru = metered.units(tally.item_bytes)
                 tally.wru += wru
                 tally.rru += rru
-            if service == "sns" and operation == "Publish" and response is not None and response.status_code == 200:
-                tally.publishes += 1
+            if response is not None and response.status_code == 200:
+                _count_messages(tally, service, operation, request.body, response)
         return response
+
+
+def _sns_payloads(form: dict[str, list[str]], prefix: str) -> list[int]:
+    """Payload bytes (message plus attribute names, types and values) per message of an SNS request."""
+    sizes: dict[str, int] = {}
+    for name, values in form.items():
+        if not name.startswith(prefix):
+            continue
+        rest = name[len(prefix) :]
+        entry, _, field_name = rest.partition(".") if prefix else ("", "", rest)
+        if field_name == "Message" or field_name.startswith("MessageAttributes."):
+            sizes[entry] = sizes.get(entry, 0) + len(values[0].encode("utf-8"))
+    return list(sizes.values()) or [0]
+
+
+def _sqs_payload(entry: dict[str, Any]) -> int:
+    size = len(entry.get("MessageBody", "").encode("utf-8"))
+    for name, attribute in (entry.get("MessageAttributes") or {}).items():
+        size += len(name.encode()) + len(attribute.get("DataType", "")) + len(str(attribute.get("StringValue", "")))
+    return size
+
+
+def _count_messages(tally: Tally, service: str, operation: str, body: Any, response: Any) -> None:
+    """Notifications accepted and billed SNS and SQS requests of one successful call (bench.units' rules)."""
+    text = body.decode("utf-8") if isinstance(body, bytes) else (body or "")
+    if service == "sns" and operation == "Publish":
+        tally.publishes += 1
+        tally.sns_requests += units.payload_requests(sum(_sns_payloads(parse_qs(text), "")))
+    elif service == "sns" and operation == "PublishBatch":
+        tally.publishes += response.content.count(b"<MessageId>")
+        tally.sns_requests += units.batch_requests(_sns_payloads(parse_qs(text), "PublishBatchRequestEntries.member."))
+    elif service == "sqs" and operation == "SendMessage":
+        tally.sqs_requests += units.payload_requests(_sqs_payload(json.loads(text or "{}")))
+    elif service == "sqs" and operation == "SendMessageBatch":
+        entries = json.loads(text or "{}").get("Entries", [])
+        tally.sqs_requests += units.batch_requests([_sqs_payload(entry) for entry in entries])

@@ -1,4 +1,4 @@
-"""DynamoDB item sizes and request units, by the rules DynamoDB bills on-demand tables with.
+"""Billed units: DynamoDB request units by the rules of on-demand tables, SNS and SQS requests.
 
 Rules (Amazon DynamoDB Developer Guide, "Read and write operations" and "Transactions: capacity
 management"):
@@ -17,7 +17,21 @@ management"):
 * reads: per started 4 KB, 0.5 read request unit (RRU) eventually consistent (GetItem's default), 1
   strongly consistent, 2 transactional; a read of a missing item still costs the minimum;
 * ``ReturnValuesOnConditionCheckFailure=ALL_OLD`` adds no read (the item comes back with the failed
-  write that was billed anyway).
+  write that was billed anyway);
+* ``BatchWriteItem``: each put or delete in it is billed as the single ``PutItem`` or ``DeleteItem``
+  would be (1 WRU per started KB of the item; the larger of the old and new item for a put, the
+  deleted item for a delete); the batch itself adds nothing and is not transactional;
+* PartiQL (``ExecuteStatement``, ``BatchExecuteStatement``): each write statement as the single write
+  it stands for; the bench does not parse the statements' keys, so it assumes an item under 1 KB
+  (1 WRU per write statement, 0.5 RRU per eventually consistent read): every item of this
+  benchmark is under 1 KB (:mod:`bench.orders`).
+
+SNS and SQS (Amazon SNS and Amazon SQS pricing pages; "each 64 KB chunk of payload is billed as one
+request"): a ``Publish`` or ``SendMessage`` is one request per started 64 KB of its payload; a
+``PublishBatch`` or ``SendMessageBatch`` of up to 10 messages is billed as one request per started
+64 KB of the payload of all its messages together (so a batch of ten 1 KB notifications is one
+request, not ten). The payload is the message body plus its message attributes (names, types and
+values).
 """
 
 from __future__ import annotations
@@ -33,6 +47,10 @@ WRITE_UNIT_BYTES = 1024
 READ_UNIT_BYTES = 4096
 #: Multiplier of transactional writes and reads.
 TRANSACTION_FACTOR = 2
+#: Bytes of payload billed as one SNS or SQS request.
+PAYLOAD_CHUNK_BYTES = 64 * 1024
+#: Messages allowed in one PublishBatch or SendMessageBatch.
+MAX_BATCH_ENTRIES = 10
 #: Read units per 4 KB by consistency.
 EVENTUALLY_CONSISTENT_READ = 0.5
 STRONGLY_CONSISTENT_READ = 1.0
@@ -90,3 +108,20 @@ def read_units(size_bytes: int, *, consistent: bool = False, transactional: bool
     if transactional:
         return float(chunks * TRANSACTION_FACTOR)
     return chunks * (STRONGLY_CONSISTENT_READ if consistent else EVENTUALLY_CONSISTENT_READ)
+
+
+def payload_requests(payload_bytes: int) -> int:
+    """Billed SNS or SQS requests of one API call whose messages carry ``payload_bytes`` in all (at least 1)."""
+    return max(1, math.ceil(payload_bytes / PAYLOAD_CHUNK_BYTES))
+
+
+def batch_requests(message_bytes: list[int]) -> int:
+    """Billed requests of one ``PublishBatch`` or ``SendMessageBatch`` with messages of these sizes."""
+    if not 1 <= len(message_bytes) <= MAX_BATCH_ENTRIES:
+        raise ValueError(f"a batch holds 1..{MAX_BATCH_ENTRIES} messages, got {len(message_bytes)}")
+    return payload_requests(sum(message_bytes))
+
+
+def batch_write_units(puts_and_deletes: list[int]) -> float:
+    """WRU of one ``BatchWriteItem`` whose puts and deletes touch items of these sizes (each billed alone)."""
+    return sum(write_units(size) for size in puts_and_deletes)

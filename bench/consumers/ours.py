@@ -1,27 +1,14 @@
-"""``ours``: the product's handler, ``order_consumer.handler.handler``, unchanged.
+"""``ours``: the product's handler, ``order_consumer.handler.handler``, as a black box.
 
-Wired through its own test seam, ``order_consumer.handler.configure``, with clients built by the
-product's ``Clients.from_default_session()`` (its retry and connection-pool configuration) inside
-the stand-in. The cold-import figure imports ``order_consumer.handler`` itself, not this adapter.
+Nothing of the product is configured from here: it reads its own environment variables (set by
+:mod:`bench.run` before the first invocation, as Lambda sets them before the init phase) and makes
+its own clients, whenever and however its code does. This module is imported inside the moto
+stand-in, so clients the product creates at import reach moto too. The cold-import figure imports
+``order_consumer.handler`` itself, not this adapter.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from order_consumer.handler import handler
 
-from order_consumer import handler as product
-from order_consumer.runtime import Clients
-
-handler = product.handler
-
-
-def configure(*, env: Mapping[str, str]) -> Clients:
-    """Build the product's default clients (inside ``mock_aws``) and hand them and ``env`` to the handler."""
-    clients = Clients.from_default_session()
-    product.configure(clients, env)
-    return clients
-
-
-def reset() -> None:
-    """Back to the handler's default wiring (clients from the default session, settings from os.environ)."""
-    product.configure()
+__all__ = ["handler"]

@@ -162,7 +162,7 @@ class IdempotentOrderPipeline(Construct):
     :param max_receive_count: deliveries before SQS moves a message to the dead-letter queue, at
         least 1; below 5 adds a warning. Default: 5.
     :param function_timeout: the Lambda timeout. Default: 30 seconds.
-    :param memory_size: the Lambda memory in MB. Default: 512.
+    :param memory_size: the Lambda memory in MB. Default: 1769 (one full vCPU; chosen by `make bench`'s memory sweep).
     :param visibility_timeout: the queue's visibility timeout, at least ``function_timeout``;
         below 6x ``function_timeout`` adds a warning. Default: None (6x ``function_timeout`` plus
         ``max_batching_window``, AWS's advice for SQS event sources).
@@ -288,7 +288,7 @@ class IdempotentOrderPipeline(Construct):
         max_concurrency: int | None = None,
         max_receive_count: int = 5,
         function_timeout: Duration = DEFAULT_FUNCTION_TIMEOUT,
-        memory_size: int = 512,
+        memory_size: int = 1769,
         visibility_timeout: Duration | None = None,
         retention_period: Duration = DEFAULT_RETENTION_PERIOD,
         record_retention: Duration = DEFAULT_RECORD_RETENTION,

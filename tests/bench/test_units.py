@@ -58,15 +58,59 @@ def test_read_units(size: int, consistent: bool, transactional: bool, expected: 
     assert units.read_units(size, consistent=consistent, transactional=transactional) == expected
 
 
+@pytest.mark.parametrize(
+    ("payload", "requests"),
+    [
+        pytest.param(0, 1, id="empty-still-one"),
+        pytest.param(65_536, 1, id="one-chunk"),
+        pytest.param(65_537, 2, id="started-chunk"),
+        pytest.param(262_144, 4, id="256-kb-is-four"),
+    ],
+)
+def test_sns_and_sqs_bill_each_64_kb_chunk(payload: int, requests: int) -> None:
+    assert units.payload_requests(payload) == requests
+
+
+def test_a_batch_of_ten_small_messages_is_one_request() -> None:
+    # GIVEN ten 1 KB notifications in one PublishBatch (or SendMessageBatch)
+    # THEN the batch is billed as one request, where ten Publish calls are ten
+    assert units.batch_requests([1024] * 10) == 1
+    assert sum(units.payload_requests(1024) for _ in range(10)) == 10
+
+
+def test_a_batch_is_billed_by_its_whole_payload() -> None:
+    # GIVEN ten 7 KB messages: 70 KB in all, two started 64 KB chunks
+    assert units.batch_requests([7 * 1024] * 10) == 2
+
+
+@pytest.mark.parametrize("count", [0, 11])
+def test_a_batch_holds_one_to_ten_messages(count: int) -> None:
+    with pytest.raises(ValueError, match=r"1\.\.10 messages"):
+        units.batch_requests([10] * count)
+
+
+def test_batch_write_item_bills_each_put_or_delete_alone() -> None:
+    # GIVEN a BatchWriteItem of three items of 300 B, 1,025 B and 0 B (a delete of a missing item)
+    # THEN each costs what its own PutItem or DeleteItem would: 1 + 2 + 1 WRU, never transactional
+    assert units.batch_write_units([300, 1025, 0]) == 4.0
+
+
 def test_cost_per_million_adds_every_line() -> None:
-    # GIVEN 5 WRU, 0.5 RRU and one publish per message, batches of 10 taking 20.2 ms at 1024 MB
+    # GIVEN 5 WRU, 0.5 RRU, one SNS request and 0.1 SQS request per message, batches of 10 taking 20.2 ms at 1024 MB
     cost = cost_per_million(
-        wru_per_msg=5, rru_per_msg=0.5, publishes_per_msg=1, batch_ms=20.2, batch_size=10, memory_mb=1024
+        wru_per_msg=5,
+        rru_per_msg=0.5,
+        sns_requests_per_msg=1,
+        sqs_requests_per_msg=0.1,
+        batch_ms=20.2,
+        batch_size=10,
+        memory_mb=1024,
     )
     # THEN each line follows the price list; duration is billed per started millisecond (21 ms)
     assert cost.dynamodb_writes == pytest.approx(5 * PRICES.dynamodb_per_million_wru)
     assert cost.dynamodb_reads == pytest.approx(0.5 * PRICES.dynamodb_per_million_rru)
-    assert cost.sns == pytest.approx(PRICES.sns_per_million_publishes)
+    assert cost.sns == pytest.approx(PRICES.sns_per_million_requests)
+    assert cost.sqs == pytest.approx(0.1 * PRICES.sqs_per_million_requests)
     assert cost.lambda_duration == pytest.approx(100_000 * 0.021 * 1.0 * PRICES.lambda_arm64_per_gb_second)
     assert cost.lambda_requests == pytest.approx(0.1 * PRICES.lambda_per_million_requests)
     assert cost.total == pytest.approx(sum(v for k, v in cost.as_dict().items() if k != "total"))
@@ -90,3 +134,13 @@ def test_readme_section_is_appended_when_absent(tmp_path: Path) -> None:
     readme.write_text("# Top\n\nintro\n", encoding="utf-8")
     update_readme(readme, f"{README_HEADING}\n\nfigures\n")
     assert readme.read_text(encoding="utf-8") == f"# Top\n\nintro\n\n{README_HEADING}\n\nfigures\n"
+
+
+def test_batched_notifications_cut_the_sns_line_tenfold() -> None:
+    # GIVEN the same orders notified one Publish each, or one PublishBatch per batch of 10
+    common = {"wru_per_msg": 5, "rru_per_msg": 0, "batch_ms": 100, "batch_size": 10, "memory_mb": 512}
+    one_by_one = cost_per_million(sns_requests_per_msg=1, **common)
+    batched = cost_per_million(sns_requests_per_msg=units.batch_requests([600] * 10) / 10, **common)
+    # THEN SNS costs a tenth, and nothing else changes
+    assert batched.sns == pytest.approx(one_by_one.sns / 10)
+    assert one_by_one.total - batched.total == pytest.approx(one_by_one.sns * 0.9)

@@ -307,7 +307,7 @@ def test_topic_and_function_props_merge_over_the_defaults(overridden: Synthesize
             "Description": "Consumer",
             "EphemeralStorage": {"Size": 1024},
             "Handler": "order_consumer.handler.handler",
-            "MemorySize": 512,
+            "MemorySize": 1769,
         },
     )
 

@@ -115,7 +115,7 @@ def test_changing_a_queue_to_fifo_fails_the_gate(
 
 
 def test_changing_the_memory_size_passes_the_gate(resized: Path, base: dict[str, Any], tmp_path: Path) -> None:
-    # GIVEN memory_size=1024 instead of 512
+    # GIVEN memory_size=1024 instead of the default (1769)
     # WHEN the gate diffs it against the base snapshot
     findings, output = diff(resized, STACK, base, tmp_path)
     # THEN nothing is destructive, and the diff did see the change

@@ -317,7 +317,7 @@ def test_function_runs_python_3_14_on_arm64_with_explicit_memory_timeout_and_no_
             "Runtime": "python3.14",
             "Architectures": ["arm64"],
             "Handler": "order_consumer.handler.handler",
-            "MemorySize": 512,
+            "MemorySize": 1769,
             "Timeout": 30,
             "TracingConfig": Match.absent(),
             "ReservedConcurrentExecutions": Match.absent(),
