@@ -20,6 +20,12 @@ import pytest
 from click.testing import CliRunner, Result
 from moto import mock_aws
 
+from idempotent_order_pipeline._lambda_asset.order_consumer.pending_index import (
+    PENDING_INDEX_NAME,
+    PENDING_SHARD_ATTRIBUTE,
+    PENDING_SINCE_ATTRIBUTE,
+    pending_shard,
+)
 from idempotent_order_pipeline.cli import cli
 from idempotent_order_pipeline.cli.aws import AwsClients
 from idempotent_order_pipeline.discovery import METADATA_KEY
@@ -41,16 +47,27 @@ def _marked(path: str, role: str, resource_type: str, properties: dict[str, Any]
 
 
 def _table(path: str, role: str, key: str) -> dict[str, Any]:
-    return _marked(
-        path,
-        role,
-        "AWS::DynamoDB::Table",
-        {
-            "KeySchema": [{"AttributeName": key, "KeyType": "HASH"}],
-            "AttributeDefinitions": [{"AttributeName": key, "AttributeType": "S"}],
-            "BillingMode": "PAY_PER_REQUEST",
-        },
-    )
+    properties: dict[str, Any] = {
+        "KeySchema": [{"AttributeName": key, "KeyType": "HASH"}],
+        "AttributeDefinitions": [{"AttributeName": key, "AttributeType": "S"}],
+        "BillingMode": "PAY_PER_REQUEST",
+    }
+    if role == "processed_events_table":  # the pending index the construct defines (CLI `pending` queries it)
+        properties["AttributeDefinitions"] += [
+            {"AttributeName": PENDING_SHARD_ATTRIBUTE, "AttributeType": "S"},
+            {"AttributeName": PENDING_SINCE_ATTRIBUTE, "AttributeType": "N"},
+        ]
+        properties["GlobalSecondaryIndexes"] = [
+            {
+                "IndexName": PENDING_INDEX_NAME,
+                "KeySchema": [
+                    {"AttributeName": PENDING_SHARD_ATTRIBUTE, "KeyType": "HASH"},
+                    {"AttributeName": PENDING_SINCE_ATTRIBUTE, "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "KEYS_ONLY"},
+            }
+        ]
+    return _marked(path, role, "AWS::DynamoDB::Table", properties)
 
 
 def two_pipeline_template() -> dict[str, Any]:
@@ -122,6 +139,8 @@ class Shop:
                 "order_id": {"S": order["order_id"]},
                 "payload_sha256": {"S": payload_sha256(order)},
                 "created_at": {"N": str(created)},
+                # as the consumer writes a pending record: in the sparse index until it is marked sent
+                **({PENDING_SHARD_ATTRIBUTE: {"S": pending_shard(event_id)}} if status == "pending" else {}),
             },
         )
         self.dynamodb.put_item(
