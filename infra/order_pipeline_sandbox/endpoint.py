@@ -4,8 +4,9 @@ For an adopter's own app (README, "Use it in your own app"): it starts the moto 
 sandbox's moto fixes), runs ``cdk bootstrap`` and writes the variables that point the CDK CLI,
 boto3 and ``order-pipeline`` at it to an env file (``source`` it). Unlike ``make sandbox`` it
 deploys nothing itself and runs no consumer: it is the account to deploy into. An app that keeps
-the construct's default (public) Powertools layer deploys unchanged: moto's CloudFormation does
-not pass a function's ``Layers`` on (see the README's Demo and sandbox section).
+the construct's default Powertools layer deploys unchanged: the endpoint publishes the installed
+Powertools as a layer and puts its ARN under Powertools' public SSM parameter, from which the
+stack's ``PowertoolsLayerArn`` parameter resolves, as in AWS.
 """
 
 from __future__ import annotations
@@ -19,7 +20,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
 
-from order_pipeline_sandbox.deploy import WORK_DIR, DeployError, bootstrap
+from order_pipeline_sandbox.deploy import (
+    WORK_DIR,
+    DeployError,
+    bootstrap,
+    publish_powertools_layer,
+    publish_powertools_parameter,
+)
 from order_pipeline_sandbox.server import Endpoint, SandboxServerProcess
 
 #: Where the endpoint's variables are written (git-ignored, like everything under .sandbox/).
@@ -47,6 +54,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         with SandboxServerProcess(log_path=None) as endpoint:
             print(f"endpoint {endpoint.url}: cdk bootstrap...", flush=True)
             bootstrap(endpoint, work_dir=work_dir)
+            parameter = publish_powertools_parameter(endpoint, publish_powertools_layer(endpoint, work_dir=work_dir))
+            print(f"endpoint {endpoint.url}: Powertools layer published under {parameter}", flush=True)
             args.env_file.parent.mkdir(parents=True, exist_ok=True)
             partial = args.env_file.with_suffix(".partial")
             partial.write_text(env_file_text(endpoint))
