@@ -168,8 +168,9 @@ class IdempotentOrderPipeline(Construct):
         ``max_batching_window``, AWS's advice for SQS event sources).
     :param retention_period: how long the queue keeps a message, less than the dead-letter queue's
         fixed 14 days. Default: 4 days.
-    :param record_retention: how long an idempotency record lives (``RECORD_TTL_SECONDS``); must
-        exceed ``retention_period`` + 14 days, so a record outlives every copy of its message.
+    :param record_retention: how long an idempotency record lives after its notification was sent
+        (``RECORD_TTL_SECONDS``: the ``sent`` mark sets ``ttl``; a ``pending`` record never expires);
+        must exceed ``retention_period`` + 14 days, so a record outlives every copy of its message.
         Default: 30 days.
     :param identity_fields: the body fields whose values make the idempotency key when a message
         has neither ``event_id`` nor an ``idempotency_key`` attribute (``IDENTITY_FIELDS``).
@@ -389,7 +390,7 @@ class IdempotentOrderPipeline(Construct):
         self.processed_events_table: aws_dynamodb.ITable = self._table(
             resources.PROCESSED_EVENTS, props.existing_processed_events_table
         )
-        """One idempotency record per event (``event_id``), expiring after ``record_retention``."""
+        """One idempotency record per event (``event_id``), expiring ``record_retention`` after it was sent."""
         if (
             isinstance(self.processed_events_table, aws_dynamodb.Table)
             and props.existing_processed_events_table is None

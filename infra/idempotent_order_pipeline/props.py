@@ -280,7 +280,8 @@ def _check_retention(props: PipelineProps, findings: Findings) -> None:
     if record is not None and retention is not None and record <= retention + dlq_retention:
         errors.append(
             f"record_retention={_days(record)}: must be longer than retention_period + dead-letter retention "
-            f"({_days(retention + dlq_retention)}), so an idempotency record outlives every copy of its message"
+            f"({_days(retention + dlq_retention)}), so an idempotency record outlives every copy of its message "
+            "(it expires record_retention after the sent mark; a pending record never expires)"
         )
 
 

@@ -49,6 +49,9 @@ def test_a_recorded_and_notified_event(ops: OpsWorld) -> None:
     text = ops.run("inspect", EVENT_ID).stdout
     assert "notified   yes (status sent)" in text
     assert "state      sent: created 20" in text
+    # AND it expires record_retention after it was sent (the sent mark set the ttl)
+    assert report["state"]["ttl"] > report["state"]["sent_at"]
+    assert ", expires 20" in text
     assert "  amount: 12.5" in text
 
 
@@ -69,7 +72,11 @@ def test_a_pending_event_is_not_notified_and_says_what_to_do(ops: OpsWorld) -> N
     assert result.exit_code == 0
     assert "notified   no (status pending)" in result.stdout
     assert "pending --resend" in result.stdout
-    assert json.loads(ops.run("inspect", EVENT_ID, "--json").stdout)["state"]["status"] == "pending"
+    report = json.loads(ops.run("inspect", EVENT_ID, "--json").stdout)
+    assert report["state"]["status"] == "pending"
+    # AND a pending record has no ttl: it never expires until it is marked sent
+    assert "ttl" not in report["state"]
+    assert "expires never while pending (the sent mark sets the ttl)" in result.stdout
 
 
 def test_an_order_whose_record_expired(ops: OpsWorld) -> None:

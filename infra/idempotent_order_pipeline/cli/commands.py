@@ -13,7 +13,7 @@ import re
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
 
@@ -324,7 +324,7 @@ def inspect(ctx: click.Context, event_id: str | None, order_id: str | None, as_j
             state = result.state
             click.echo(
                 f"state      {state.get('status')}: created {timestamp(state.get('created_at'))}, "
-                f"sent {timestamp(state.get('sent_at')) or '-'}, expires {timestamp(state.get('ttl'))}"
+                f"sent {timestamp(state.get('sent_at')) or '-'}, expires {_expiry(state)}"
             )
         else:
             click.echo("state      -")
@@ -676,6 +676,13 @@ def pipelines(ctx: click.Context, as_json: bool) -> None:
             for role in ROLES:
                 click.echo(f"  {role:<24}{ids.get(role, '- (not deployed)')}")
     click.echo(f"{len(found)} pipeline(s) in stack {operator.stack.name}", err=True)
+
+
+def _expiry(state: Mapping[str, Any]) -> str:
+    """When the record expires: its ``ttl``, set by the sent mark; a pending record never expires."""
+    if state.get("ttl") is not None:
+        return timestamp(state.get("ttl")) or "-"
+    return "never while pending (the sent mark sets the ttl)" if state.get("status") == "pending" else "-"
 
 
 def main() -> None:
