@@ -48,7 +48,8 @@ settings.register_profile(
 )
 settings.register_profile(
     "reliability",
-    max_examples=10_000,
+    # RELIABILITY_EXAMPLES shortens (or lengthens) the long run, e.g. for a run on a changed consumer.
+    max_examples=int(os.environ.get("RELIABILITY_EXAMPLES", "10000")),
     stateful_step_count=20,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
