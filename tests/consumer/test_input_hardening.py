@@ -109,6 +109,8 @@ POISON = [
     pytest.param('{"order_id": "o-p", "n": 1234567890123456789012345678901234567891}', "40 significant", id="digits"),
     pytest.param('{"order_id": "o-p", "n": 1e' + "9" * 5000 + "}", "out of range", id="exponent-of-5000-digits"),
     pytest.param('{"order_id": "o-p", "n": Infinity}', "Infinity", id="infinity"),
+    pytest.param('{"order_id": "o-\\u0001"}', "order_id' has the character", id="control-char-in-order-id"),
+    pytest.param('{"order_id": "o-p", "event_id": "e-\\u0000"}', "event_id' has the character", id="nul-in-event-id"),
 ]
 
 

@@ -40,7 +40,11 @@ if TYPE_CHECKING:
 RECONCILE_AFTER_VARIABLE = "RECONCILE_AFTER_SECONDS"
 # Every call bounded well inside the run's stop margin (reconciliation.DEFAULT_MIN_REMAINING_MS).
 CLIENT_CONFIG = Config(
-    retries={"mode": "standard", "max_attempts": 2}, connect_timeout=2, read_timeout=5, max_pool_connections=4
+    # total_max_attempts counts the first attempt (botocore's max_attempts would add one more).
+    retries={"mode": "standard", "total_max_attempts": 2},
+    connect_timeout=2,
+    read_timeout=5,
+    max_pool_connections=4,
 )
 
 

@@ -39,7 +39,7 @@ from order_consumer.observability import logger
 from order_consumer.pending_index import every_shard
 from order_consumer.pending_records import IndexEntry, OrderRow, PendingIndex, PendingRecord
 from order_consumer.store import OrderStore
-from order_events.errors import TransientError
+from order_events.errors import OrderPipelineError, TransientError
 
 #: Default records handled together (one BatchGetItem per table, up to 3 PublishBatch calls, one mark).
 DEFAULT_CHUNK_SIZE = 25
@@ -228,7 +228,7 @@ class Reconciler:
         # Marked even when time is short: these were published, and a mark is one short call.
         try:
             marks = self._store.mark_sent_batch(published)
-        except TransientError as exc:
+        except OrderPipelineError as exc:  # transient, or DynamoDB refusing the marks: they stay pending
             report.errors.append(str(exc))
             logger.warning("published records not marked sent", extra={"error": str(exc)[:500]})
             return left + [created[n.event_id] for n in published]

@@ -99,6 +99,25 @@ def check_text(text: str, what: str) -> str:
     return text
 
 
+#: Characters SNS and SQS refuse in a message attribute value (their documented set is #x9, #xA,
+#: #xD, #x20-#xD7FF, #xE000-#xFFFD, #x10000-#x10FFFF). ``event_id`` and ``order_id`` travel as SNS
+#: message attributes, so an id with one of these could be recorded but never notified.
+_NOT_ATTRIBUTE_TEXT = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def check_identifier(text: str, what: str) -> str:
+    """``text``, or :class:`InvalidTextError` when it could not travel as an SNS attribute value."""
+    check_text(text, what)
+    match = _NOT_ATTRIBUTE_TEXT.search(text)
+    if match is not None:
+        raise InvalidTextError(
+            f"{what} has the character {match.group()!a} at position {match.start()}, which SNS and SQS "
+            "refuse in a message attribute (the id is one): allowed tab, newline, carriage return and "
+            "U+0020 upwards"
+        )
+    return text
+
+
 # --- numbers ----------------------------------------------------------------------------------------
 
 
@@ -346,7 +365,7 @@ def derive_event_id(order: Mapping[str, Any], identity_fields: Sequence[str] = D
 def _check_key(name: str, key: object) -> str:
     if not isinstance(key, str) or not key:
         raise InvalidMessageError(f"{name} must be a non-empty string, got {key!r:.80}")
-    check_text(key, name)
+    check_identifier(key, name)
     if len(key.encode("utf-8")) > MAX_EVENT_ID_BYTES:
         raise InvalidMessageError(f"{name} is longer than {MAX_EVENT_ID_BYTES} bytes")
     return key

@@ -41,6 +41,7 @@ from .keys import (
     EVENT_ID_FIELD,
     IDEMPOTENCY_KEY_ATTRIBUTE,
     MAX_NESTING_DEPTH,
+    check_identifier,
     check_text,
     is_valid_text,
     number_from_literal,
@@ -339,6 +340,7 @@ def parse_order_message(
         raise InvalidMessageError(
             f"body field 'order_id' has {len(order_id)} characters; at most {MAX_ORDER_ID_LENGTH} are allowed"
         )
+    check_identifier(order_id, "body field 'order_id'")
     if PAYLOAD_SHA256_FIELD in order:
         raise InvalidMessageError(f"body field {PAYLOAD_SHA256_FIELD!r} is reserved for the pipeline")
     check_attributes(attributes or {})
