@@ -46,7 +46,6 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.pending_index import
 from idempotent_order_pipeline._lambda_asset.order_events.metric_names import OUTCOME_METRICS
 from idempotent_order_pipeline.discovery import mark as mark_for_discovery
 from idempotent_order_pipeline.keys import DEFAULT_IDENTITY_FIELDS
-from idempotent_order_pipeline.permissions import VPC_NETWORK_INTERFACE_ACTIONS
 from idempotent_order_pipeline.props import Findings, PipelineProps, derived_reconcile_after, validate
 from idempotent_order_pipeline.reconciliation import DEFAULT_RECONCILE_EVERY
 
@@ -572,12 +571,7 @@ class IdempotentOrderPipeline(Construct):
             )
         )
         if props.vpc is not None:
-            # Instead of AWSLambdaVPCAccessExecutionRole (which Function adds only to a role it creates).
-            role.add_to_principal_policy(
-                aws_iam.PolicyStatement(
-                    sid="ManageVpcNetworkInterfaces", actions=list(VPC_NETWORK_INTERFACE_ACTIONS), resources=["*"]
-                )
-            )
+            role.add_to_principal_policy(permissions.vpc_network_interface_statement())
         for statement in permissions.handler_statements(
             self,
             processed_events=self.processed_events_table,

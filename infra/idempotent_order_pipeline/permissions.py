@@ -64,6 +64,14 @@ VPC_NETWORK_INTERFACE_ACTIONS = (
 )
 
 
+def vpc_network_interface_statement() -> aws_iam.PolicyStatement:
+    """What a function in a VPC needs for its network interfaces, instead of AWSLambdaVPCAccessExecutionRole
+    (which ``aws_lambda.Function`` adds only to a role it creates itself)."""
+    return aws_iam.PolicyStatement(
+        sid="ManageVpcNetworkInterfaces", actions=list(VPC_NETWORK_INTERFACE_ACTIONS), resources=["*"]
+    )
+
+
 def handler_statements(
     scope: Construct,
     *,

@@ -38,7 +38,7 @@ from aws_cdk import (
 )
 from constructs import Construct
 
-from idempotent_order_pipeline import asset, monitoring
+from idempotent_order_pipeline import asset, monitoring, permissions
 from idempotent_order_pipeline._lambda_asset.order_consumer.pending_index import (
     PENDING_INDEX_NAME,
     PENDING_SHARD_ATTRIBUTE,
@@ -48,7 +48,6 @@ from idempotent_order_pipeline._lambda_asset.order_events.metric_names import (
     OLDEST_PENDING_AGE_SECONDS,
     PENDING_RECONCILED,
 )
-from idempotent_order_pipeline.permissions import VPC_NETWORK_INTERFACE_ACTIONS
 
 #: The reconciler's entry point (contract with ``lambdas/order_consumer/reconciler.py``).
 RECONCILER_HANDLER = "order_consumer.reconciler.handler"
@@ -145,17 +144,8 @@ class Reconciliation(Construct):
         ):
             role.add_to_principal_policy(statement)
         if vpc is not None:
-            role.add_to_principal_policy(
-                aws_iam.PolicyStatement(
-                    sid="ManageVpcNetworkInterfaces", actions=list(VPC_NETWORK_INTERFACE_ACTIONS), resources=["*"]
-                )
-            )
-        if tracing:
-            role.add_to_principal_policy(
-                aws_iam.PolicyStatement(
-                    sid="WriteTraces", actions=["xray:PutTraceSegments", "xray:PutTelemetryRecords"], resources=["*"]
-                )
-            )
+            role.add_to_principal_policy(permissions.vpc_network_interface_statement())
+        # With tracing, aws_lambda.Function itself grants the X-Ray writes, as it does the consumer's.
         self.function = aws_lambda.Function(
             self,
             "Function",

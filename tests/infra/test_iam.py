@@ -10,7 +10,7 @@ from aws_cdk import aws_iam, aws_sns_subscriptions, aws_sqs
 from aws_cdk.assertions import Match, Template
 
 from idempotent_order_pipeline import IdempotentOrderPipeline, permissions
-from idempotent_order_pipeline.construct import VPC_NETWORK_INTERFACE_ACTIONS
+from idempotent_order_pipeline.permissions import VPC_NETWORK_INTERFACE_ACTIONS
 from tests.infra.synth import Synthesized, customer_managed_key_and_alarm_topic, logical_id, resources_of_type
 
 

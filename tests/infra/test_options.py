@@ -11,7 +11,7 @@ from aws_cdk import aws_cloudwatch, aws_ec2, aws_lambda, aws_sns_subscriptions, 
 from aws_cdk.assertions import Match, Template
 
 from idempotent_order_pipeline import IdempotentOrderPipeline
-from idempotent_order_pipeline.construct import VPC_NETWORK_INTERFACE_ACTIONS
+from idempotent_order_pipeline.permissions import VPC_NETWORK_INTERFACE_ACTIONS
 from tests.infra.synth import Synthesized, logical_id, resources_of_type
 
 
