@@ -35,7 +35,7 @@ COMPONENTS: tuple[tuple[str, str], ...] = (
     ("botocore other (hooks, retries, models)", r"/botocore/|/boto3/|/jmespath/|/dateutil/|/s3transfer/"),
     ("Powertools", r"/aws_lambda_powertools/"),
     ("message parsing (json, decimal)", r"/json/|/decimal\.py$|/_pydecimal\.py$"),
-    ("consumer code", r"/order_consumer/|/order_events/|/bench/consumers/"),
+    ("consumer code", r"/order_consumer/|/bench/consumers/"),
     ("threads", r"/threading\.py$|/concurrent/|/queue\.py$"),
     ("logging", r"/logging/"),
 )

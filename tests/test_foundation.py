@@ -11,15 +11,49 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 
-def test_lambda_entry_point_imports_and_is_callable() -> None:
-    # GIVEN the handler string the construct configures
-    module_name, function_name = ["order_consumer.handler", "handler"]
-    # WHEN the Lambda runtime imports it
-    module = __import__(module_name, fromlist=[function_name])
-    # THEN it resolves to a callable taking (event, context)
-    entry = getattr(module, function_name)
-    assert callable(entry)
-    assert entry.__wrapped__.__code__.co_varnames[:2] == ("event", "context")
+LAMBDA_IMPORT = """
+import json, sys
+import order_consumer.handler, order_consumer.reconciler
+names = ("order_consumer.handler", "order_consumer.reconciler")
+entries = {name: getattr(sys.modules[name], "handler") for name in names}
+print(json.dumps({
+    "callable": {name: callable(entry) for name, entry in entries.items()},
+    "arguments": {name: entry.__wrapped__.__code__.co_varnames[:2] for name, entry in entries.items()},
+    "asset_modules": sorted(name for name in sys.modules if name.split(".")[0] in ("order_consumer", "order_events")),
+    "library_loaded": any(name.startswith("idempotent_order_pipeline") for name in sys.modules),
+}))
+"""
+
+
+def test_lambda_entry_points_import_from_the_asset_root_alone() -> None:
+    # GIVEN a process that sees only the asset root (lambdas/) and the dependencies, as Lambda does
+    env = {**os.environ, "PYTHONPATH": str(REPO / "lambdas"), "AWS_DEFAULT_REGION": "eu-west-1"}
+    # WHEN the Lambda runtime imports both handler strings the construct configures
+    completed = subprocess.run(  # noqa: S603 - this interpreter, this test's own code
+        [
+            sys.executable,
+            "-I",
+            "-c",
+            f"import sys; sys.path.insert(0, {str(REPO / 'lambdas')!r}); exec({LAMBDA_IMPORT!r})",
+        ],
+        cwd="/",
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr
+    found = json.loads(completed.stdout.splitlines()[-1])
+    # THEN each resolves to a callable taking (event, context), from the one package order_consumer
+    assert found["callable"] == {"order_consumer.handler": True, "order_consumer.reconciler": True}
+    assert found["arguments"] == {
+        "order_consumer.handler": ["event", "context"],
+        "order_consumer.reconciler": ["event", "context"],
+    }
+    assert "order_consumer.contract.keys" in found["asset_modules"]
+    assert not [name for name in found["asset_modules"] if name.startswith("order_events")]
+    # AND nothing of the library (or this checkout's infra/) is needed to load it
+    assert found["library_loaded"] is False
 
 
 def test_app_synthesizes_every_stage(tmp_path: Path) -> None:

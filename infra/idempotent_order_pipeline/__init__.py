@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from idempotent_order_pipeline._lambda_asset.order_events.metric_names import OUTCOME_METRICS
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.metric_names import OUTCOME_METRICS
 
 if TYPE_CHECKING:
     from idempotent_order_pipeline.construct import IdempotentOrderPipeline

@@ -18,7 +18,7 @@ _ASSET_ROOT = Path(__file__).parent / "_lambda_asset"
 
 
 def lambda_asset_path() -> Path:
-    """The asset root holding ``order_consumer/`` and ``order_events/``."""
+    """The asset root holding the one asset package, ``order_consumer/``."""
     return _ASSET_ROOT
 
 

@@ -42,8 +42,8 @@ from idempotent_order_pipeline import (
     removal,
     resources,
 )
-from idempotent_order_pipeline._lambda_asset.order_consumer.pending_index import PENDING_INDEX_NAME
-from idempotent_order_pipeline._lambda_asset.order_events.metric_names import OUTCOME_METRICS
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.metric_names import OUTCOME_METRICS
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_index import PENDING_INDEX_NAME
 from idempotent_order_pipeline.discovery import mark as mark_for_discovery
 from idempotent_order_pipeline.keys import DEFAULT_IDENTITY_FIELDS
 from idempotent_order_pipeline.props import Findings, PipelineProps, derived_reconcile_after, validate
@@ -173,7 +173,7 @@ class IdempotentOrderPipeline(Construct):
         Default: 30 days.
     :param identity_fields: the body fields whose values make the idempotency key when a message
         has neither ``event_id`` nor an ``idempotency_key`` attribute (``IDENTITY_FIELDS``).
-        Default: ``order_events.keys.DEFAULT_IDENTITY_FIELDS``, i.e. ('order_id',).
+        Default: ``order_consumer.contract.keys.DEFAULT_IDENTITY_FIELDS``, i.e. ('order_id',).
     :param service_name: ``POWERTOOLS_SERVICE_NAME``, the logs' service and the outcome metrics'
         ``service`` dimension, which the alarms filter on; two pipelines of one app in the same
         account and region may not share it (synth error). Default: None (the stack name and this

@@ -1,4 +1,4 @@
-"""The pipeline's domain errors for library users (producer, CLI): :mod:`order_events.errors` re-exported.
+"""The pipeline's domain errors for library users (producer, CLI): :mod:`order_consumer.contract.errors` re-exported.
 
 One module defines them all (inside the Lambda asset, since the consumer raises them too); catching
 ``idempotent_order_pipeline.errors.InvalidMessageError`` catches what the producer raises.
@@ -6,7 +6,7 @@ One module defines them all (inside the Lambda asset, since the consumer raises 
 
 from __future__ import annotations
 
-from idempotent_order_pipeline._lambda_asset.order_events.errors import (
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.errors import (
     ConfigurationError,
     DeadLetterSendError,
     IdempotencyConflictError,

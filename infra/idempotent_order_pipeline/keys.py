@@ -1,13 +1,13 @@
 """Idempotency keys and payload fingerprints for producers: the very functions the consumer runs.
 
-This module re-exports :mod:`order_events.keys` from the Lambda asset shipped inside this package
+This module re-exports :mod:`order_consumer.contract.keys` from the Lambda asset shipped inside this package
 (``idempotent_order_pipeline._lambda_asset``), so a producer and the consumer can never derive
 different keys for one order: there is one implementation, not a copy.
 """
 
 from __future__ import annotations
 
-from idempotent_order_pipeline._lambda_asset.order_events.keys import (
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.keys import (
     DEFAULT_IDENTITY_FIELDS,
     EVENT_ID_FIELD,
     IDEMPOTENCY_KEY_ATTRIBUTE,

@@ -6,7 +6,7 @@ Seed 004's first two layers live here: the idempotency key is derived from the o
 retry after a timeout, a replayed file - yields the same key, so the consumer records it once.
 
 Every order is checked against the consumer's message contract before it is sent (with the
-consumer's own parser, ``order_events.message.parse_order_message``): an order the consumer would
+consumer's own parser, ``order_consumer.contract.message.parse_order_message``): an order the consumer would
 park in the DLQ is refused here with :class:`~idempotent_order_pipeline.errors.InvalidMessageError`.
 
 The body is the canonical JSON of the order (:func:`idempotent_order_pipeline.keys.canonical_json`): numbers are
@@ -14,7 +14,7 @@ written exactly, so a :class:`~decimal.Decimal` such as ``Decimal("0.10")`` arri
 never as a binary float. On a FIFO queue the message group is the order (``order_id`` as is when SQS accepts
 it, else ``sha256:`` + its hash) and the deduplication id the SHA-256 hex of the event id (always,
 so two events never share one), so SQS itself drops a resend within its five-minute window. Both
-come from :mod:`order_events.sns_ids`, the rule the consumer's SNS notifications follow.
+come from :mod:`order_consumer.contract.sns_ids`, the rule the consumer's SNS notifications follow.
 
 Delivery is at least once: when a call fails in a way that leaves its outcome unknown (a timeout
 after SQS accepted the batch), the retry may enqueue an order a second time. That is safe - the key
@@ -39,8 +39,8 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from idempotent_order_pipeline._lambda_asset.order_events.message import ORDER_ID_FIELD, parse_order_message
-from idempotent_order_pipeline._lambda_asset.order_events.sns_ids import sns_deduplication_id, sns_group_id
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.message import ORDER_ID_FIELD, parse_order_message
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.sns_ids import sns_deduplication_id, sns_group_id
 from idempotent_order_pipeline.errors import InvalidMessageError, OrderSendError, PermanentError
 from idempotent_order_pipeline.keys import (
     DEFAULT_IDENTITY_FIELDS,
@@ -95,7 +95,7 @@ def fifo_id(value: str) -> str:
     """The SQS FIFO group id for ``value``: itself when SQS accepts it, else ``sha256:`` + its SHA-256 hex.
 
     SQS's rule is SNS's (1-128 alphanumeric or ASCII punctuation characters), so this is
-    :func:`order_events.sns_ids.sns_group_id`; a valid group id maps to itself (a redriven
+    :func:`order_consumer.contract.sns_ids.sns_group_id`; a valid group id maps to itself (a redriven
     message keeps its group). Deduplication ids are never raw: see :meth:`OrderPublisher.send`.
     """
     return sns_group_id(value)
@@ -273,7 +273,7 @@ class OrderPublisher:
         """Resolve the order's key and build the message the consumer will accept.
 
         The key is the order's own ``event_id`` when it has one, else derived from the identity
-        fields (:func:`order_events.keys.resolve_event_id`, as the consumer resolves it).
+        fields (:func:`order_consumer.contract.keys.resolve_event_id`, as the consumer resolves it).
 
         Raises:
             InvalidMessageError: the consumer would park this order in the DLQ (the message says why).

@@ -39,14 +39,14 @@ from aws_cdk import (
 from constructs import Construct
 
 from idempotent_order_pipeline import asset, monitoring, permissions
-from idempotent_order_pipeline._lambda_asset.order_consumer.pending_index import (
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.metric_names import (
+    OLDEST_PENDING_AGE_SECONDS,
+    PENDING_RECONCILED,
+)
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_index import (
     PENDING_INDEX_NAME,
     PENDING_SHARD_ATTRIBUTE,
     PENDING_SINCE_ATTRIBUTE,
-)
-from idempotent_order_pipeline._lambda_asset.order_events.metric_names import (
-    OLDEST_PENDING_AGE_SECONDS,
-    PENDING_RECONCILED,
 )
 
 #: The reconciler's entry point (contract with ``lambdas/order_consumer/reconciler.py``).

@@ -6,7 +6,7 @@ with it, so :mod:`.checks` can hold the endpoint's state against it:
 
 * ``order`` - a new order with a unique ``order_id``. Its idempotency key comes, in turn, from the
   body's ``event_id``, from the ``idempotency_key`` message attribute, or is derived from the
-  identity fields with :func:`order_events.keys.derive_event_id` (the producer uses the same
+  identity fields with :func:`order_consumer.contract.keys.derive_event_id` (the producer uses the same
   function as the consumer, as the contract requires);
 * ``resend`` - the producer sends an order again: same body and attributes, a new SQS message;
 * ``conflict`` - the same key and ``order_id`` as an order, another payload (the amount changed);
@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from idempotent_order_pipeline._lambda_asset.order_events.message import parse_body
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.message import parse_body
 from idempotent_order_pipeline.keys import (
     DEFAULT_IDENTITY_FIELDS,
     EVENT_ID_FIELD,

@@ -44,7 +44,7 @@ def _entry(tottime: float, callers: dict[Any, float]) -> tuple[int, int, float, 
 
 def test_hash_builtins_are_signing_under_the_signer_and_hashing_elsewhere() -> None:
     signer = (f"{SITE}/botocore/auth.py", 1, "signature")
-    consumer = ("/repo/lambdas/order_events/message.py", 1, "payload_sha256")
+    consumer = ("/repo/lambdas/order_consumer/contract/message.py", 1, "payload_sha256")
     sha = ("~", 0, "<built-in method _hashlib.openssl_sha256>")
     # GIVEN 3 ms in sha256: 2 ms called by botocore's signer, 1 ms by the consumer's code
     stats = {

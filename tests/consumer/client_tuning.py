@@ -22,7 +22,7 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
-from order_consumer.runtime import CLIENT_CONFIG
+from idempotent_order_pipeline._lambda_asset.order_consumer.runtime import CLIENT_CONFIG
 
 SERVER = """
 import sys, time

@@ -5,7 +5,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from moto import mock_aws
 
-from order_consumer import handler as handler_module
+from idempotent_order_pipeline._lambda_asset.order_consumer import handler as handler_module
 from tests.consumer.harness import World
 
 

@@ -26,9 +26,9 @@ import boto3
 from boto3.dynamodb.types import TypeDeserializer
 from botocore.exceptions import ClientError
 
-from order_consumer import handler as handler_module
-from order_consumer.runtime import Clients
-from order_events.keys import derive_event_id, payload_sha256
+from idempotent_order_pipeline._lambda_asset.order_consumer import handler as handler_module
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.keys import derive_event_id, payload_sha256
+from idempotent_order_pipeline._lambda_asset.order_consumer.runtime import Clients
 
 
 class Crash(BaseException):

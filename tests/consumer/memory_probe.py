@@ -83,8 +83,8 @@ def main(names: list[str]) -> None:
     """Warm up once, then measure each body in a child forked from this warmed-up process."""
     import boto3
 
-    from order_events.errors import PermanentError
-    from order_events.message import parse_order_message
+    from idempotent_order_pipeline._lambda_asset.order_consumer.contract.errors import PermanentError
+    from idempotent_order_pipeline._lambda_asset.order_consumer.contract.message import parse_order_message
 
     dynamodb = boto3.client("dynamodb", region_name="eu-west-1")
     _transport(dynamodb)

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from order_consumer.notifier import Notification, Notifier
-from order_consumer.store import OrderStore
-from order_events.errors import StoreUnavailableError
-from order_events.sns_ids import FIFO_ID as SNS_FIFO_ID
-from order_events.sns_ids import sns_deduplication_id, sns_group_id
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.errors import StoreUnavailableError
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.sns_ids import FIFO_ID as SNS_FIFO_ID
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.sns_ids import sns_deduplication_id, sns_group_id
+from idempotent_order_pipeline._lambda_asset.order_consumer.notifier import Notification, Notifier
+from idempotent_order_pipeline._lambda_asset.order_consumer.store import OrderStore
 from tests.consumer.harness import (
     ArmedFault,
     Crash,

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from order_consumer.config import Settings
-from order_consumer.runtime import build_pipeline
-from order_events.keys import derive_event_id
+from idempotent_order_pipeline._lambda_asset.order_consumer.config import Settings
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.keys import derive_event_id
+from idempotent_order_pipeline._lambda_asset.order_consumer.runtime import build_pipeline
 from tests.consumer.harness import (
     ArmedFault,
     Crash,

@@ -27,9 +27,9 @@ from typing import Any
 import boto3
 import pytest
 
-from order_consumer import handler as handler_module
-from order_consumer import runtime
-from order_consumer.runtime import CLIENT_CONFIG, Clients
+from idempotent_order_pipeline._lambda_asset.order_consumer import handler as handler_module
+from idempotent_order_pipeline._lambda_asset.order_consumer import runtime
+from idempotent_order_pipeline._lambda_asset.order_consumer.runtime import CLIENT_CONFIG, Clients
 from tests.consumer.standin import ANSWER, HANG, TRICKLE, StandIn, running
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -162,7 +162,7 @@ def test_the_stand_in_answers_so_a_clean_batch_is_acknowledged() -> None:
 
 CHILD = """
 import json, sys, time
-from order_consumer import handler as handler_module
+from idempotent_order_pipeline._lambda_asset.order_consumer import handler as handler_module
 from tests.consumer.test_deadline import ENV, RealContext, records, standin_clients
 handler_module.configure(standin_clients(sys.argv[1]), ENV)
 batch = records(int(sys.argv[2]))
@@ -250,7 +250,7 @@ def test_ten_thousand_records_at_lambdas_cpu_share_end_before_the_deadline() -> 
     count, budget_ms = 10_000, 5000
     with running(latency_s=0.005) as standin:
         # GIVEN a child process with the handler wired to the stand-in and 10,000 new orders
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "lambdas"), str(ROOT)])}
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "infra"), str(ROOT)])}
         child = subprocess.Popen(  # noqa: S603 - this interpreter, this test's own code
             [sys.executable, "-c", CHILD, standin.url, str(count), str(budget_ms)],
             cwd=ROOT,

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from order_events.keys import derive_event_id
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.keys import derive_event_id
 from tests.consumer.harness import (
     ArmedFault,
     World,

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from order_consumer import handler as handler_module
-from order_consumer.config import REQUIRED_VARIABLES, Settings
-from order_consumer.observability import logger
-from order_events.errors import ConfigurationError
+from idempotent_order_pipeline._lambda_asset.order_consumer import handler as handler_module
+from idempotent_order_pipeline._lambda_asset.order_consumer.config import REQUIRED_VARIABLES, Settings
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.errors import ConfigurationError
+from idempotent_order_pipeline._lambda_asset.order_consumer.observability import logger
 from tests.consumer.harness import FakeContext, World, seed, sqs_record
 
 

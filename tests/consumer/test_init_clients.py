@@ -30,7 +30,8 @@ with mock_aws():
     os.environ.update(PROCESSED_EVENTS_TABLE="events", ORDER_RECORDS_TABLE="orders", TOPIC_ARN=topic,
                       DEAD_LETTER_QUEUE_URL=dlq)
 
-    from order_consumer import handler, runtime  # the clients are made here, inside the mock
+    # the clients are made here, inside the mock
+    from idempotent_order_pipeline._lambda_asset.order_consumer import handler, runtime
     from tests.consumer.harness import FakeContext, sqs_record
 
     made_at_import = runtime._init_clients
@@ -52,8 +53,9 @@ with mock_aws():
 
 WITHOUT_ENVIRONMENT = """
 import json
-from order_consumer import handler, runtime  # no region, no credentials, no variables: must not fail
-from order_events.errors import ConfigurationError
+# no region, no credentials, no variables: must not fail
+from idempotent_order_pipeline._lambda_asset.order_consumer import handler, runtime
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.errors import ConfigurationError
 from tests.consumer.harness import FakeContext, sqs_record
 
 try:
@@ -64,7 +66,7 @@ except ConfigurationError as exc:
 
 
 def run(script: str, env: dict[str, str]) -> dict[str, Any]:
-    python_path = os.pathsep.join([str(ROOT / "lambdas"), str(ROOT)])
+    python_path = os.pathsep.join([str(ROOT / "infra"), str(ROOT)])
     completed = subprocess.run(  # noqa: S603 - this interpreter, this test's own code
         [sys.executable, "-c", script],
         cwd=ROOT,

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from order_events.keys import derive_event_id, payload_sha256
-from order_events.message import parse_body
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.keys import derive_event_id, payload_sha256
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.message import parse_body
 from tests.consumer.harness import World, sqs_record
 
 # Two amounts that agree on their first 28 significant digits and differ in the 31st.

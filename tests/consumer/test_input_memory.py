@@ -40,7 +40,7 @@ EXPECTED = {
 def test_no_body_up_to_256_kb_raises_peak_rss_by_64_mb() -> None:
     # GIVEN every hostile body shape of at most 256 KB, each run in a fresh fork of a warmed-up process
     assert set(EXPECTED) == set(BODIES)
-    environment = {**os.environ, "PYTHONPATH": str(REPO / "lambdas")}
+    environment = {**os.environ, "PYTHONPATH": str(REPO / "infra")}
     # WHEN the consumer's parser, validator and DynamoDB request serialization handle each one
     completed = subprocess.run(  # noqa: S603  (our interpreter, our probe)
         [sys.executable, str(REPO / "tests" / "consumer" / "memory_probe.py")],

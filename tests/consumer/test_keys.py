@@ -8,15 +8,19 @@ from typing import Any
 
 import pytest
 
-from order_events.errors import IdempotencyKeyMismatchError, InvalidMessageError, MissingIdentityFieldError
-from order_events.keys import (
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.errors import (
+    IdempotencyKeyMismatchError,
+    InvalidMessageError,
+    MissingIdentityFieldError,
+)
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.keys import (
     canonical_json,
     derive_event_id,
     parse_identity_fields,
     payload_sha256,
     resolve_event_id,
 )
-from order_events.message import parse_body
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.message import parse_body
 
 
 def sha(text: str) -> str:

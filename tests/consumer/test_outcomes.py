@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from order_consumer.pending_index import pending_shard
-from order_events.keys import derive_event_id, payload_sha256
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.keys import derive_event_id, payload_sha256
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_index import pending_shard
 from tests.consumer.harness import ArmedFault, Crash, World, seed, sqs_record
 
 ORDER = {"order_id": "o-1", "customer_id": "c-9", "amount": 12.5, "items": [{"sku": "A", "qty": 2}]}

@@ -15,7 +15,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from order_events.sns_ids import HASHED_GROUP_PREFIX, is_valid_fifo_id, sns_deduplication_id, sns_group_id
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.sns_ids import (
+    HASHED_GROUP_PREFIX,
+    is_valid_fifo_id,
+    sns_deduplication_id,
+    sns_group_id,
+)
 
 DOCUMENTED_PUNCTUATION = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
 DOCUMENTED_ALPHABET = frozenset(

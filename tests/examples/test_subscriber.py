@@ -17,7 +17,7 @@ from order_subscriber.dedup import Deduplicator
 from order_subscriber.handler import Subscriber, shipment_writes
 from order_subscriber.notification import OrderNotification
 
-from order_consumer.notifier import Notification, Notifier
+from idempotent_order_pipeline._lambda_asset.order_consumer.notifier import Notification, Notifier
 from tests.consumer.harness import ArmedFault, Crash, FaultBoard, GuardedClient, client_error
 
 LEASE_SECONDS = 30.0

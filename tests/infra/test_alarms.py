@@ -11,7 +11,7 @@ import pytest
 from aws_cdk.assertions import Template
 
 from idempotent_order_pipeline import OUTCOME_METRICS, AlarmThreshold, IdempotentOrderPipeline
-from idempotent_order_pipeline._lambda_asset.order_events.metric_names import RECONCILER_METRICS
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.metric_names import RECONCILER_METRICS
 from idempotent_order_pipeline.monitoring import ALARM_KEYS, DEFAULT_RUNBOOK
 from tests.infra.synth import REPO, Synthesized, SynthesizedApp, logical_id, resources_of_type
 
@@ -243,7 +243,7 @@ def test_metric_methods_return_the_handlers_metrics(fresh_stack: cdk.Stack, meth
 
 def test_outcome_metrics_are_the_ones_the_handler_emits() -> None:
     # GIVEN the metric names the handler emits on every invocation
-    from order_consumer.pipeline import outcome_counts
+    from idempotent_order_pipeline._lambda_asset.order_consumer.pipeline import outcome_counts
 
     handler_metrics = outcome_counts([])
     # WHEN they are compared with the construct's

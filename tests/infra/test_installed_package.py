@@ -92,7 +92,7 @@ def test_wheel_adds_one_top_level_package(wheel: Path) -> None:
     # THEN the only top-level package is idempotent_order_pipeline, the Lambda asset inside it
     assert top_level == {"idempotent_order_pipeline"}
     assert "idempotent_order_pipeline/_lambda_asset/order_consumer/handler.py" in names
-    assert "idempotent_order_pipeline/_lambda_asset/order_events/keys.py" in names
+    assert "idempotent_order_pipeline/_lambda_asset/order_consumer/contract/keys.py" in names
     assert not [name for name in names if "order_pipeline_sandbox" in name]
 
 
@@ -149,7 +149,7 @@ def test_installed_wheel_synthesizes_beside_colliding_packages(wheel: Path, tmp_
     asset_hash = functions[0]["Properties"]["Code"]["S3Key"].removesuffix(".zip")
     staged = outdir / f"asset.{asset_hash}"
     assert (staged / "order_consumer" / "handler.py").is_file()
-    assert (staged / "order_events" / "keys.py").is_file()
+    assert (staged / "order_consumer" / "contract" / "keys.py").is_file()
     assert not list(staged.rglob("__pycache__"))
     # AND the operator CLI's script is installed and starts
     cli = subprocess.run(  # noqa: S603

@@ -268,9 +268,9 @@ def tables_from_template(synthesized: Synthesized) -> Iterator[tuple[str, dict[s
 def test_the_entry_point_notifies_what_a_crashed_consumer_left_pending(
     default_pipeline: Synthesized, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from order_consumer import handler as consumer_entry
-    from order_consumer import reconciler as reconciler_entry
-    from order_consumer.runtime import Clients
+    from idempotent_order_pipeline._lambda_asset.order_consumer import handler as consumer_entry
+    from idempotent_order_pipeline._lambda_asset.order_consumer import reconciler as reconciler_entry
+    from idempotent_order_pipeline._lambda_asset.order_consumer.runtime import Clients
     from tests.consumer.harness import ArmedFault, Crash, FakeContext, FaultBoard, GuardedClient, sqs_record
 
     with mock_aws():

@@ -357,7 +357,7 @@ def test_function_environment_follows_the_props(cmk_pipeline: Synthesized) -> No
 
 def test_record_ttl_default_matches_the_handlers_fallback(default_pipeline: Synthesized) -> None:
     # GIVEN the handler's own fallback for RECORD_TTL_SECONDS
-    from order_consumer.config import DEFAULT_RECORD_TTL_SECONDS
+    from idempotent_order_pipeline._lambda_asset.order_consumer.config import DEFAULT_RECORD_TTL_SECONDS
 
     variables = resource(default_pipeline, default_pipeline.pipeline.function)["Properties"]["Environment"]["Variables"]
     # WHEN the construct's default is compared with it
@@ -388,7 +388,7 @@ def test_function_code_is_the_lambdas_asset_without_bytecode(default_pipeline: S
     files = {path.relative_to(directory).as_posix() for path in directory.rglob("*") if path.is_file()}
     # THEN it holds the handler and the shared package, and no caches or build metadata
     assert "order_consumer/handler.py" in files
-    assert "order_events/keys.py" in files
+    assert "order_consumer/contract/keys.py" in files
     assert not [name for name in files if "__pycache__" in name or name.endswith(".pyc") or ".egg-info" in name]
 
 

@@ -20,9 +20,9 @@ import pytest
 from click.testing import CliRunner, Result
 from moto import mock_aws
 
+from idempotent_order_pipeline._lambda_asset.order_consumer import handler as handler_module
 from idempotent_order_pipeline.cli import cli
 from idempotent_order_pipeline.cli.aws import AwsClients
-from order_consumer import handler as handler_module
 from tests.consumer.harness import World
 from tests.reconciler.harness import add_pending_index
 

@@ -20,7 +20,7 @@ import pytest
 from click.testing import CliRunner, Result
 from moto import mock_aws
 
-from idempotent_order_pipeline._lambda_asset.order_consumer.pending_index import (
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_index import (
     PENDING_INDEX_NAME,
     PENDING_SHARD_ATTRIBUTE,
     PENDING_SINCE_ATTRIBUTE,

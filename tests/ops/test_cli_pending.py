@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from idempotent_order_pipeline._lambda_asset.order_consumer.pending_index import pending_shard
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_index import pending_shard
 from idempotent_order_pipeline.keys import derive_event_id
 from idempotent_order_pipeline.producer import OrderPublisher
 from tests.consumer.harness import ArmedFault, client_error, seed

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from moto.sqs import models as moto_sqs_models
 
-from idempotent_order_pipeline._lambda_asset.order_events.parked import PARKED_ATTRIBUTE, REASON_ATTRIBUTES
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.parked import PARKED_ATTRIBUTE, REASON_ATTRIBUTES
 from idempotent_order_pipeline.cli import dead_letters
 from idempotent_order_pipeline.cli.dead_letters import RedriveReport, wait_for_move_task
 from idempotent_order_pipeline.keys import derive_event_id

@@ -7,10 +7,14 @@ from typing import Any
 
 import pytest
 
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.errors import InvalidMessageError
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.parked import (
+    ADDED_ATTRIBUTES,
+    PARKED_ATTRIBUTE,
+    Envelope,
+)
+from idempotent_order_pipeline._lambda_asset.order_consumer.dead_letter import dead_letter_attributes
 from idempotent_order_pipeline.cli.dead_letters import attributes_for_redrive
-from order_consumer.dead_letter import dead_letter_attributes
-from order_events.errors import InvalidMessageError
-from order_events.parked import ADDED_ATTRIBUTES, PARKED_ATTRIBUTE, Envelope
 
 
 def _receive_shape(attributes: dict[str, Any]) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from idempotent_order_pipeline._lambda_asset.order_events.sns_ids import is_valid_fifo_id
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.sns_ids import is_valid_fifo_id
 from idempotent_order_pipeline.keys import derive_event_id
 from idempotent_order_pipeline.producer import OrderPublisher
 from tests.consumer.harness import ArmedFault, FaultBoard, GuardedClient, client_error

@@ -7,8 +7,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from order_consumer import reconciler as reconciler_entry
-from order_consumer.runtime import Clients
+from idempotent_order_pipeline._lambda_asset.order_consumer import reconciler as reconciler_entry
+from idempotent_order_pipeline._lambda_asset.order_consumer.runtime import Clients
 from tests.reconciler.harness import ReconcilerWorld
 
 _worlds = itertools.count()

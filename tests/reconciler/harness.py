@@ -18,15 +18,19 @@ from typing import Any
 
 import boto3
 
-from order_consumer import handler as consumer_handler
-from order_consumer.notifier import Notifier
-from order_consumer.pending_index import PENDING_INDEX_NAME, PENDING_SHARD_ATTRIBUTE, PENDING_SINCE_ATTRIBUTE
-from order_consumer.pending_records import PendingIndex
-from order_consumer.reconciliation import Reconciler
-from order_consumer.runtime import Clients
-from order_consumer.store import OrderStore
-from order_events.keys import DEFAULT_IDENTITY_FIELDS
-from order_events.message import parse_order_message
+from idempotent_order_pipeline._lambda_asset.order_consumer import handler as consumer_handler
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.keys import DEFAULT_IDENTITY_FIELDS
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.message import parse_order_message
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_index import (
+    PENDING_INDEX_NAME,
+    PENDING_SHARD_ATTRIBUTE,
+    PENDING_SINCE_ATTRIBUTE,
+)
+from idempotent_order_pipeline._lambda_asset.order_consumer.notifier import Notifier
+from idempotent_order_pipeline._lambda_asset.order_consumer.pending_records import PendingIndex
+from idempotent_order_pipeline._lambda_asset.order_consumer.reconciliation import Reconciler
+from idempotent_order_pipeline._lambda_asset.order_consumer.runtime import Clients
+from idempotent_order_pipeline._lambda_asset.order_consumer.store import OrderStore
 from tests.consumer.harness import ArmedFault, Crash, FakeContext, FaultBoard, GuardedClient, plain, sqs_record
 
 __all__ = ["ArmedFault", "Crash", "FakeContext", "ReconcilerWorld", "order"]

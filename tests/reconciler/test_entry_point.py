@@ -8,10 +8,17 @@ from typing import Any
 
 import pytest
 
-from order_consumer import reconciler as reconciler_entry
-from order_consumer.reconciler import RECONCILE_AFTER_VARIABLE, ReconcilerClients, reconcile_after_seconds
-from order_events.errors import ConfigurationError
-from order_events.metric_names import OLDEST_PENDING_AGE_SECONDS, PENDING_RECONCILED
+from idempotent_order_pipeline._lambda_asset.order_consumer import reconciler as reconciler_entry
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.errors import ConfigurationError
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.metric_names import (
+    OLDEST_PENDING_AGE_SECONDS,
+    PENDING_RECONCILED,
+)
+from idempotent_order_pipeline._lambda_asset.order_consumer.reconciler import (
+    RECONCILE_AFTER_VARIABLE,
+    ReconcilerClients,
+    reconcile_after_seconds,
+)
 from tests.consumer.harness import client_error
 from tests.reconciler.harness import ArmedFault, FakeContext, ReconcilerWorld, order
 

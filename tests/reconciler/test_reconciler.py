@@ -10,8 +10,11 @@ from typing import Any
 
 import pytest
 
-from order_consumer.pending_index import PENDING_SHARD_ATTRIBUTE, pending_shard
-from order_consumer.reconciliation import RunReport
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_index import (
+    PENDING_SHARD_ATTRIBUTE,
+    pending_shard,
+)
+from idempotent_order_pipeline._lambda_asset.order_consumer.reconciliation import RunReport
 from tests.consumer.harness import client_error
 from tests.reconciler.harness import ArmedFault, Crash, ReconcilerWorld, order
 

@@ -65,7 +65,7 @@ def main() -> None:
     socket_path = sys.argv[1]
     import boto3
 
-    from order_consumer import handler as handler_module
+    from idempotent_order_pipeline._lambda_asset.order_consumer import handler as handler_module
 
     for service in ("dynamodb", "sns", "sqs"):  # loads the service models into the default session's cache
         boto3.client(service)  # type: ignore[call-overload]

@@ -26,11 +26,13 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from moto import mock_aws
 
-from order_consumer import handler as handler_module
-from order_consumer.pipeline import Outcome
-from order_consumer.runtime import Clients
-from order_events.errors import InvalidMessageError, InvalidNumberError, InvalidTextError
-from order_events.keys import (
+from idempotent_order_pipeline._lambda_asset.order_consumer import handler as handler_module
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.errors import (
+    InvalidMessageError,
+    InvalidNumberError,
+    InvalidTextError,
+)
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.keys import (
     IDENTITY_SEPARATOR,
     derive_event_id,
     identity_text,
@@ -38,7 +40,9 @@ from order_events.keys import (
     number_text,
     payload_sha256,
 )
-from order_events.message import parse_body, parse_order_message
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.message import parse_body, parse_order_message
+from idempotent_order_pipeline._lambda_asset.order_consumer.pipeline import Outcome
+from idempotent_order_pipeline._lambda_asset.order_consumer.runtime import Clients
 from tests.consumer.harness import FakeContext, World, sqs_record
 
 settings.register_profile("fuzz-ci", max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))

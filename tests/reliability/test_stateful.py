@@ -27,12 +27,12 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 from moto import mock_aws
 
-from order_consumer import handler as handler_module
-from order_consumer.config import Settings
-from order_consumer.reconciler import ReconcilerClients, build_reconciler
-from order_consumer.runtime import Clients, build_pipeline
-from order_events.keys import payload_sha256, resolve_event_id
-from order_events.message import parse_body
+from idempotent_order_pipeline._lambda_asset.order_consumer import handler as handler_module
+from idempotent_order_pipeline._lambda_asset.order_consumer.config import Settings
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.keys import payload_sha256, resolve_event_id
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.message import parse_body
+from idempotent_order_pipeline._lambda_asset.order_consumer.reconciler import ReconcilerClients, build_reconciler
+from idempotent_order_pipeline._lambda_asset.order_consumer.runtime import Clients, build_pipeline
 from tests.consumer.harness import ArmedFault, Crash, World, cancelled, client_error, refuse_entries, sqs_record
 from tests.reconciler.harness import add_pending_index
 

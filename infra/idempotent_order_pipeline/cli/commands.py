@@ -20,7 +20,7 @@ from typing import IO, TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
 import click
 from botocore.exceptions import BotoCoreError, ClientError
 
-from idempotent_order_pipeline._lambda_asset.order_events.message import parse_body
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.message import parse_body
 from idempotent_order_pipeline.cli.aws import (
     DEFAULT_STACK,
     STACK_ENVIRONMENT_VARIABLE,

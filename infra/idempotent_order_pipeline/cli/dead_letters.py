@@ -4,7 +4,7 @@ Two kinds of message end up there:
 
 * parked by the consumer (a permanent failure: invalid, conflict, too large): the original body and
   attributes plus ``error_code``, ``error_message`` and ``source_message_id``, under the consumer's
-  envelope (``order_events.parked``); only a message with a valid envelope counts as parked;
+  envelope (``order_consumer.contract.parked``); only a message with a valid envelope counts as parked;
 * moved by SQS after ``maxReceiveCount`` failed receives (a transient failure that lasted): the
   original message, no reason attribute. Shown here with the code :data:`MAX_RECEIVES`.
 
@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from idempotent_order_pipeline._lambda_asset.order_events.message import ORDER_ID_FIELD, parse_body
-from idempotent_order_pipeline._lambda_asset.order_events.parked import Envelope, envelope_of, unparked
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.message import ORDER_ID_FIELD, parse_body
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.parked import Envelope, envelope_of, unparked
 from idempotent_order_pipeline.cli.errors import MoveTaskUnsupportedError
 from idempotent_order_pipeline.cli.render import timestamp
 from idempotent_order_pipeline.errors import InvalidMessageError
@@ -335,7 +335,7 @@ def drop(
 def attributes_for_redrive(attributes: Mapping[str, Any]) -> dict[str, MessageAttributeValueTypeDef]:
     """The message attributes as the producer sent them: what the consumer added removed, packed ones unpacked.
 
-    Only a message that carries the consumer's envelope (``order_events.parked``: an attribute of
+    Only a message that carries the consumer's envelope (``order_consumer.contract.parked``: an attribute of
     that name whose value is a versioned JSON envelope of the exact shape) is changed: the names the
     envelope lists are removed and the originals it packed are unpacked, so the consumer sees the
     message as it first did (a new failure gets a fresh reason) and a packed ``idempotency_key`` is a

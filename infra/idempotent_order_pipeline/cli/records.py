@@ -12,13 +12,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from idempotent_order_pipeline._lambda_asset.order_consumer.pending_index import (
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.message import PAYLOAD_SHA256_FIELD
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_index import (
     PENDING_INDEX_NAME,
     PENDING_SHARD_ATTRIBUTE,
     PENDING_SINCE_ATTRIBUTE,
     every_shard,
 )
-from idempotent_order_pipeline._lambda_asset.order_events.message import PAYLOAD_SHA256_FIELD
 from idempotent_order_pipeline.cli.errors import CannotResendError
 from idempotent_order_pipeline.cli.render import item, timestamp
 from idempotent_order_pipeline.keys import EVENT_ID_FIELD, payload_sha256

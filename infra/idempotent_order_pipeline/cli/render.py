@@ -9,7 +9,7 @@ from typing import Any
 
 from boto3.dynamodb.types import Binary
 
-from idempotent_order_pipeline._lambda_asset.order_events.message import from_attribute_value
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.message import from_attribute_value
 from idempotent_order_pipeline.keys import canonical_json
 
 

@@ -6,8 +6,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from order_events.errors import ConfigurationError
-from order_events.keys import DEFAULT_IDENTITY_FIELDS, parse_identity_fields
+from .contract.errors import ConfigurationError
+from .contract.keys import DEFAULT_IDENTITY_FIELDS, parse_identity_fields
 
 REQUIRED_VARIABLES = ("PROCESSED_EVENTS_TABLE", "ORDER_RECORDS_TABLE", "TOPIC_ARN", "DEAD_LETTER_QUEUE_URL")
 #: Default of ``RECORD_TTL_SECONDS``: 30 days.

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from order_events.errors import PermanentError
-from order_events.parked import (
+from .contract.errors import PermanentError
+from .contract.parked import (
     ADDED_ATTRIBUTES,
     MAX_MESSAGE_ATTRIBUTES,
     PARKED_ATTRIBUTE,
@@ -56,7 +56,7 @@ def _packed_format(attribute: Mapping[str, Any]) -> dict[str, str]:
 def dead_letter_attributes(
     attributes: Mapping[str, Any], error: PermanentError, message_id: str
 ) -> dict[str, MessageAttributeValueTypeDef]:
-    """The original attributes plus the reason and the consumer's envelope (``order_events.parked``).
+    """The original attributes plus the reason and the consumer's envelope (``order_consumer.contract.parked``).
 
     The originals are what the producer sent: a message moved back by a move task still carries the
     consumer's earlier mark, which is recognised by its envelope (never by a name alone) and

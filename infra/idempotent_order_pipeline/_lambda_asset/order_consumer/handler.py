@@ -15,10 +15,10 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from order_consumer.config import Settings
-from order_consumer.observability import logger, metrics
-from order_consumer.pipeline import OrderPipeline, outcome_counts
-from order_consumer.runtime import Clients, build_pipeline, default_clients
+from .config import Settings
+from .observability import logger, metrics
+from .pipeline import OrderPipeline, outcome_counts
+from .runtime import Clients, build_pipeline, default_clients
 
 _pipeline: OrderPipeline | None = None
 _lock = threading.Lock()

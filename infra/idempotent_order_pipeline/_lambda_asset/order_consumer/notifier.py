@@ -4,7 +4,7 @@ Notifications go out with ``PublishBatch``: at most :data:`MAX_BATCH_ENTRIES` en
 :data:`MAX_BATCH_BYTES` of payload per call. Every entry gets its own result: an entry SNS did not
 accept, or every entry of a call that failed, is an error result, never an exception, so one
 refused entry never fails the others. On a FIFO topic the group is the order and the deduplication
-id the event (:mod:`order_events.sns_ids`); entries keep their order within a group, and once an
+id the event (:mod:`order_consumer.contract.sns_ids`); entries keep their order within a group, and once an
 entry of a group is refused the group's later entries are not sent (reported as errors), so a
 subscriber never sees an order's notifications out of order.
 """
@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from order_events.message import OrderMessage
-from order_events.sns_ids import sns_deduplication_id, sns_group_id
+from .contract.message import OrderMessage
+from .contract.sns_ids import sns_deduplication_id, sns_group_id
 
 if TYPE_CHECKING:
     from mypy_boto3_sns.client import SNSClient

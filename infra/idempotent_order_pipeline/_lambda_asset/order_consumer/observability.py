@@ -2,7 +2,7 @@
 
 The service name and metrics namespace come from ``POWERTOOLS_SERVICE_NAME`` and
 ``POWERTOOLS_METRICS_NAMESPACE``, which the construct sets. The metric names are in
-:mod:`order_events.metric_names`.
+:mod:`order_consumer.contract.metric_names`.
 """
 
 from __future__ import annotations

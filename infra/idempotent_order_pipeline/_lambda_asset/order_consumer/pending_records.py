@@ -1,6 +1,6 @@
 """Reading the pending index: one shard's page of candidates, then consistent reads of what it lists.
 
-The index (:mod:`order_consumer.pending_index`) is only a finder: a GSI is eventually consistent, so
+The index (:mod:`order_consumer.contract.pending_index`) is only a finder: a GSI is eventually consistent, so
 an entry may lag the table. Every entry is read again from the table, consistently, before
 anything is done with it; the order rows are read the same way.
 """
@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from order_consumer.pending_index import PENDING_INDEX_NAME, PENDING_SHARD_ATTRIBUTE, PENDING_SINCE_ATTRIBUTE
-from order_events.errors import StoreUnavailableError
+from .contract.errors import StoreUnavailableError
+from .contract.pending_index import PENDING_INDEX_NAME, PENDING_SHARD_ATTRIBUTE, PENDING_SINCE_ATTRIBUTE
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient

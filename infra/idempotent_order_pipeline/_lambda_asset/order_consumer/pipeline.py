@@ -46,14 +46,10 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
 
-from order_consumer.dead_letter import DeadLetterQueue, ParkRequest
-from order_consumer.notifier import Notification, Notifier
-from order_consumer.observability import logger
-from order_consumer.store import STATUS_SENT, ExistingEvent, OrderStore
-from order_events.errors import IdempotencyConflictError, PermanentError, TransientError
-from order_events.keys import DEFAULT_IDENTITY_FIELDS
-from order_events.message import OrderMessage, parse_order_message
-from order_events.metric_names import (
+from .contract.errors import IdempotencyConflictError, PermanentError, TransientError
+from .contract.keys import DEFAULT_IDENTITY_FIELDS
+from .contract.message import OrderMessage, parse_order_message
+from .contract.metric_names import (
     CONFLICTS,
     DUPLICATES_SKIPPED,
     INVALID_MESSAGES,
@@ -63,7 +59,11 @@ from order_events.metric_names import (
     OUTCOME_METRICS,
     TRANSIENT_FAILURES,
 )
-from order_events.sns_ids import sns_group_id
+from .contract.sns_ids import sns_group_id
+from .dead_letter import DeadLetterQueue, ParkRequest
+from .notifier import Notification, Notifier
+from .observability import logger
+from .store import STATUS_SENT, ExistingEvent, OrderStore
 
 #: Default worker threads: one per record of a default batch (10).
 DEFAULT_MAX_WORKERS = 10

@@ -23,14 +23,14 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from botocore.config import Config
 
-from order_consumer.config import Settings
-from order_consumer.notifier import Notifier
-from order_consumer.observability import logger, metrics
-from order_consumer.pending_records import PendingIndex
-from order_consumer.reconciliation import Reconciler
-from order_consumer.store import OrderStore
-from order_events.errors import ConfigurationError
-from order_events.metric_names import OLDEST_PENDING_AGE_SECONDS, PENDING_RECONCILED
+from .config import Settings
+from .contract.errors import ConfigurationError
+from .contract.metric_names import OLDEST_PENDING_AGE_SECONDS, PENDING_RECONCILED
+from .notifier import Notifier
+from .observability import logger, metrics
+from .pending_records import PendingIndex
+from .reconciliation import Reconciler
+from .store import OrderStore
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient

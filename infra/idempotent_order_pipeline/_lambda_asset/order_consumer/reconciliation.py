@@ -34,12 +34,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from order_consumer.notifier import Notification, Notifier
-from order_consumer.observability import logger
-from order_consumer.pending_index import every_shard
-from order_consumer.pending_records import IndexEntry, OrderRow, PendingIndex, PendingRecord
-from order_consumer.store import OrderStore
-from order_events.errors import OrderPipelineError, TransientError
+from .contract.errors import OrderPipelineError, TransientError
+from .contract.pending_index import every_shard
+from .notifier import Notification, Notifier
+from .observability import logger
+from .pending_records import IndexEntry, OrderRow, PendingIndex, PendingRecord
+from .store import OrderStore
 
 #: Default records handled together (one BatchGetItem per table, up to 3 PublishBatch calls, one mark).
 DEFAULT_CHUNK_SIZE = 25

@@ -23,16 +23,16 @@ from typing import TYPE_CHECKING
 import boto3
 from botocore.config import Config
 
-from order_consumer.config import Settings
-from order_consumer.dead_letter import DeadLetterQueue
-from order_consumer.notifier import Notifier
-from order_consumer.pipeline import (
+from .config import Settings
+from .dead_letter import DeadLetterQueue
+from .notifier import Notifier
+from .pipeline import (
     DEFAULT_MAX_WORKERS,
     DEFAULT_MIN_REMAINING_MS,
     DEFAULT_RETURN_MARGIN_MS,
     OrderPipeline,
 )
-from order_consumer.store import OrderStore
+from .store import OrderStore
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient

@@ -4,7 +4,7 @@ The two tables:
 
 * ``processed_events`` (key ``event_id``): ``status`` (``pending`` | ``sent``), ``order_id``,
   ``payload_sha256``, ``created_at``; while pending ``pending_shard`` (the sparse index of
-  :mod:`order_consumer.pending_index`); once notified ``sent_at`` and ``ttl`` (sent time plus
+  :mod:`order_consumer.contract.pending_index`); once notified ``sent_at`` and ``ttl`` (sent time plus
   ``RECORD_TTL_SECONDS``), so a pending record never expires. Records stored by earlier versions
   with a ``ttl`` while pending are marked the same way (the mark sets a new ``ttl``).
 * ``order_records`` (key ``order_id``): the order's fields plus ``event_id`` and ``payload_sha256``.
@@ -31,10 +31,10 @@ from typing import TYPE_CHECKING, Any, Literal
 from boto3.dynamodb.types import TypeDeserializer
 from botocore.exceptions import BotoCoreError, ClientError
 
-from order_consumer.notifier import Notification
-from order_consumer.pending_index import PENDING_SHARD_ATTRIBUTE, PENDING_SINCE_ATTRIBUTE, pending_shard
-from order_events.errors import ItemTooLargeError, RejectedByStoreError, StoreUnavailableError
-from order_events.message import OrderMessage
+from .contract.errors import ItemTooLargeError, RejectedByStoreError, StoreUnavailableError
+from .contract.message import OrderMessage
+from .contract.pending_index import PENDING_SHARD_ATTRIBUTE, PENDING_SINCE_ATTRIBUTE, pending_shard
+from .notifier import Notification
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient

@@ -1,18 +1,18 @@
 """The order message contract: parse and validate one SQS record into an :class:`OrderMessage`.
 
 Body: a JSON object, the order itself, with ``order_id`` (non-empty string, at most 256
-characters) and an optional ``event_id``. The key is resolved by :mod:`order_events.keys`.
+characters) and an optional ``event_id``. The key is resolved by :mod:`order_consumer.contract.keys`.
 
 Everything that can never be stored is refused here, before any AWS call, as a
-:class:`~order_events.errors.PermanentError` (parked at once, never retried) whose message names
+:class:`~order_consumer.contract.errors.PermanentError` (parked at once, never retried) whose message names
 the field's path (``items[2].price``):
 
-* numbers are read from their literal text (:func:`order_events.keys.number_from_literal`): the
+* numbers are read from their literal text (:func:`order_consumer.contract.keys.number_from_literal`): the
   exponent's size is checked before it is converted and no digit is ever expanded, then the value
-  must fit DynamoDB's number type after trimming zeros (:class:`~order_events.errors.InvalidNumberError`);
+  must fit DynamoDB's number type after trimming zeros (:class:`~order_consumer.contract.errors.InvalidNumberError`);
   valid ones are kept as exact :class:`~decimal.Decimal` values and stored as their canonical text;
 * strings, field names, map keys and message attributes must be valid Unicode - no lone surrogate,
-  which JSON can spell as ``"\ud800"`` in plain ASCII (:class:`~order_events.errors.InvalidTextError`);
+  which JSON can spell as ``"\ud800"`` in plain ASCII (:class:`~order_consumer.contract.errors.InvalidTextError`);
 * nesting is at most DynamoDB's 32 levels, names are non-empty, keys unique, the row at most 400 KB.
 
 Bodies up to SQS's 256 KB stay small in memory: a bad number is kept as its literal until the walk
@@ -182,7 +182,7 @@ def _check_structure(order: Mapping[str, Any]) -> None:
 def parse_body(body: str) -> dict[str, Any]:
     """Parse the JSON body into a dict, numbers as exact Decimal; raise InvalidMessageError otherwise.
 
-    Numbers are checked from their text (:func:`order_events.keys.number_from_literal`) and strings
+    Numbers are checked from their text (:func:`order_consumer.contract.keys.number_from_literal`) and strings
     for valid Unicode, so nothing that can never be stored gets past this point.
     """
     if not is_valid_text(body):
