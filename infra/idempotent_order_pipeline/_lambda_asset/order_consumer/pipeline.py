@@ -21,7 +21,8 @@ what happened to each of them; its calls run on the worker threads:
    a message group stays in one call, in record order); at the same time
    :meth:`OrderPipeline._park`: the records that can never succeed go to the DLQ
    (``SendMessageBatch`` when there are several);
-3. :meth:`OrderPipeline._mark`: the ``sent`` marks of the records whose entry SNS accepted;
+3. :meth:`OrderPipeline._mark`: the ``sent`` mark of each record whose entry SNS accepted, one
+   conditional ``UpdateItem`` each, concurrently;
 4. :meth:`OrderPipeline._results`, the one place that decides each record's outcome from what the
    stages returned: a record is acknowledged only once its order is durable and notified and
    marked, or once it is parked in the DLQ. A refused entry leaves its record pending and
@@ -455,25 +456,24 @@ class OrderPipeline:
     def _mark(
         self, pool: ThreadPoolExecutor, batch: _Batch, accepted: Mapping[int, Notification]
     ) -> dict[int, str | None]:
-        """The sent marks of the records SNS accepted: per record, None when it is marked (or was
-        already), else why it is still pending; absent: not finished in time."""
-        indexes = sorted(accepted)
-        calls = [indexes[i : i + NOTIFICATIONS_PER_CALL] for i in range(0, len(indexes), NOTIFICATIONS_PER_CALL)]
-        jobs = [pool.submit(self._mark_one_job, batch, {i: accepted[i] for i in call}) for call in calls]
+        """The sent marks of the records SNS accepted, one conditional write each, concurrently.
+
+        Returns, per record: None when it is marked (or was already), else why it is still pending;
+        a record absent from the results was not finished in time.
+        """
+        jobs = [pool.submit(self._mark_one, batch, index, accepted[index]) for index in sorted(accepted)]
         return self._gather(batch, jobs, batch.deadlines.return_at)
 
-    def _mark_one_job(self, batch: _Batch, notifications: Mapping[int, Notification]) -> dict[int, str | None]:
-        """Per record: None when it is marked sent (or was already), else why it is still pending."""
+    def _mark_one(self, batch: _Batch, index: int, notification: Notification) -> dict[int, str | None]:
         if batch.stopped:
             return {}
         try:
-            flags = self._store.mark_sent_batch(list(notifications.values()))
+            return {index: None if self._store.mark_sent(notification) else STILL_PENDING}
         except TransientError as exc:
-            return dict.fromkeys(notifications, f"{type(exc).__name__}: {exc}")
-        except Exception as exc:  # a bug or an unforeseen SDK error: the records stay unacknowledged
-            logger.exception("unexpected error in the sent marks")
-            return dict.fromkeys(notifications, f"{type(exc).__name__}: {exc}")
-        return {index: None if flag else STILL_PENDING for index, flag in zip(notifications, flags, strict=True)}
+            return {index: f"{type(exc).__name__}: {exc}"}
+        except Exception as exc:  # a bug or an unforeseen SDK error: the record stays unacknowledged
+            logger.exception("unexpected error in a sent mark", extra={"event_id": notification.event_id})
+            return {index: f"{type(exc).__name__}: {exc}"}
 
     # --- stage 4: the outcomes ----------------------------------------------------------------------
 
