@@ -17,16 +17,22 @@ what happened to each of them; its calls run on the worker threads:
 1. :meth:`OrderPipeline._write`: the transactions, one per record (each record's outcome depends on
    its own cancellation reasons). Records of a FIFO queue run in order within their message group,
    and after a failure the rest of the group is not started;
-2. :meth:`OrderPipeline._publish`: one SNS ``PublishBatch`` per 10 records to notify (on a FIFO topic
-   a message group stays in one call, in record order); at the same time
-   :meth:`OrderPipeline._park`: the records that can never succeed go to the DLQ
-   (``SendMessageBatch`` when there are several);
+2. :meth:`OrderPipeline._publish_and_park`: one SNS ``PublishBatch`` per 10 records to notify (on a
+   FIFO topic a message group stays in one call, in record order) and, at the same time, the
+   records that can never succeed to the DLQ (``SendMessageBatch`` when there are several);
 3. :meth:`OrderPipeline._mark`: the ``sent`` mark of each record whose entry SNS accepted, one
    conditional ``UpdateItem`` each, concurrently;
-4. :meth:`OrderPipeline._results`, the one place that decides each record's outcome from what the
-   stages returned: a record is acknowledged only once its order is durable and notified and
+4. :meth:`OrderPipeline._results` with :func:`_outcome`, the one place that decides each record's
+   outcome from what the stages returned: a record is acknowledged only once its order is durable and notified and
    marked, or once it is parked in the DLQ. A refused entry leaves its record pending and
    reported. A record that follows a failed one in its FIFO group is never acknowledged.
+
+Why nothing is lost: the transaction is the one call every recorded order is sure to have made (a
+crash may hit every later receive until the message reaches the DLQ, and the DLQ may be dropped), so
+it writes the record into the pending index too, where the reconciler finds it; SNS accepting the
+entry is the only thing that lets a record be marked, and each mark is conditional on its own record
+(pending, with the notified content), so marks need no transaction between them. The argument, case
+by case: ``docs/reliability.md``.
 
 The invocation ends before its deadline: no record starts with less than ``min_remaining_ms`` of
 invocation time left; the transactions are waited for until ``notify_reserve_ms`` is left and the
