@@ -20,6 +20,7 @@ from typing import IO, TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
 import click
 from botocore.exceptions import BotoCoreError, ClientError
 
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.batching import MAX_BATCH_ENTRIES
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.message import parse_body
 from idempotent_order_pipeline.cli.aws import (
     DEFAULT_STACK,
@@ -54,7 +55,7 @@ from idempotent_order_pipeline.cli.render import age, short, timestamp, to_json
 from idempotent_order_pipeline.discovery import METADATA_KEY, ROLES
 from idempotent_order_pipeline.errors import InvalidMessageError, InvalidTextError, PermanentError
 from idempotent_order_pipeline.keys import parse_identity_fields
-from idempotent_order_pipeline.producer import MAX_BATCH_ENTRIES, OrderPublisher, PreparedOrder
+from idempotent_order_pipeline.producer import OrderPublisher, PreparedOrder
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient

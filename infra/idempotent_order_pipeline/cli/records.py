@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.message import PAYLOAD_SHA256_FIELD
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.names import STATUS_PENDING, STATUS_SENT
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_index import (
     PENDING_INDEX_NAME,
     PENDING_SHARD_ATTRIBUTE,
@@ -26,8 +27,6 @@ from idempotent_order_pipeline.keys import EVENT_ID_FIELD, payload_sha256
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
 
-STATUS_PENDING = "pending"
-STATUS_SENT = "sent"
 #: Default age of ``pending --older-than``: well past a delivery in flight (visibility timeout).
 DEFAULT_PENDING_AGE = "15m"
 

@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
+from .batching import NOT_SQS_TEXT
 from .errors import (
     IdempotencyKeyMismatchError,
     InvalidMessageError,
@@ -99,16 +100,12 @@ def check_text(text: str, what: str) -> str:
     return text
 
 
-#: Characters SNS and SQS refuse in a message attribute value (their documented set is #x9, #xA,
-#: #xD, #x20-#xD7FF, #xE000-#xFFFD, #x10000-#x10FFFF). ``event_id`` and ``order_id`` travel as SNS
-#: message attributes, so an id with one of these could be recorded but never notified.
-_NOT_ATTRIBUTE_TEXT = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
-
-
 def check_identifier(text: str, what: str) -> str:
     """``text``, or :class:`InvalidTextError` when it could not travel as an SNS attribute value."""
     check_text(text, what)
-    match = _NOT_ATTRIBUTE_TEXT.search(text)
+    # ``event_id`` and ``order_id`` travel as SNS message attributes, so an id with a character SNS
+    # refuses could be recorded but never notified.
+    match = NOT_SQS_TEXT.search(text)
     if match is not None:
         raise InvalidTextError(
             f"{what} has the character {match.group()!a} at position {match.start()}, which SNS and SQS "
