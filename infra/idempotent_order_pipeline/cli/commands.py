@@ -50,6 +50,7 @@ from idempotent_order_pipeline.cli.records import (
     get,
     inspect_records,
     order_from_row,
+    pending_summary,
 )
 from idempotent_order_pipeline.cli.render import age, short, timestamp, to_json
 from idempotent_order_pipeline.discovery import METADATA_KEY, ROLES
@@ -625,7 +626,7 @@ def pending(ctx: click.Context, older_than: int, limit: int | None, resend: bool
                 problems += 1
                 outcome = {"resent": False, "error": str(exc)}
         if as_json:
-            click.echo(to_json({**record.as_dict(now), **outcome}))
+            click.echo(to_json({**pending_summary(record, now), **outcome}))
         else:
             line = (
                 f"{record.event_id}  order {record.order_id}  pending since {timestamp(record.created_at)} "
