@@ -188,7 +188,10 @@ class ReconcilerWorld:
 
     def deliver_normally(self, orders: Sequence[dict[str, Any]]) -> None:
         """Run the consumer's handler on the orders with nothing failing (recorded, published, sent)."""
-        consumer_handler.configure(Clients(dynamodb=self.dynamodb, sns=self.sns, sqs=self.sqs), self.env)
+        # moto's TransactWriteItems copies whole tables without a lock: serialize the consumer's
+        # threads' calls, as the consumer tests' GuardedClient does.
+        serialized: Any = GuardedClient(self.dynamodb, FaultBoard())
+        consumer_handler.configure(Clients(dynamodb=serialized, sns=self.sns, sqs=self.sqs), self.env)
         try:
             response = consumer_handler.handler({"Records": [sqs_record(body) for body in orders]}, FakeContext())
         finally:

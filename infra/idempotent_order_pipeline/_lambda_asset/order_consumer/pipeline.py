@@ -23,8 +23,8 @@ what happened to each of them; its calls run on the worker threads:
 3. :meth:`OrderPipeline._mark`: the ``sent`` mark of each record whose entry SNS accepted, one
    conditional ``UpdateItem`` each, concurrently;
 4. :meth:`OrderPipeline._results` with :func:`_outcome`, the one place that decides each record's
-   outcome from what the stages returned: a record is acknowledged only once its order is durable and notified and
-   marked, or once it is parked in the DLQ. A refused entry leaves its record pending and
+   outcome from what the stages returned: a record is acknowledged only once its order is durable
+   and notified and marked, or once it is parked in the DLQ. A refused entry leaves its record pending and
    reported. A record that follows a failed one in its FIFO group is never acknowledged.
 
 Why nothing is lost: the transaction is the one call every recorded order is sure to have made (a
@@ -52,6 +52,7 @@ from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from .contract.batching import MAX_BATCH_ENTRIES
 from .contract.errors import IdempotencyConflictError, PermanentError, TransientError
 from .contract.keys import DEFAULT_IDENTITY_FIELDS
 from .contract.message import OrderMessage, parse_order_message
@@ -80,10 +81,6 @@ DEFAULT_MIN_REMAINING_MS = 3000
 DEFAULT_NOTIFY_RESERVE_MS = 1500
 #: Default time left when the batch stops waiting for anything and returns.
 DEFAULT_RETURN_MARGIN_MS = 500
-#: Records per PublishBatch call (SNS's limit is 10 entries).
-NOTIFICATIONS_PER_CALL = 10
-#: Records per parking job (SendMessageBatch's limit is 10 entries).
-PARKED_PER_CALL = 10
 
 SqsRecord = Mapping[str, Any]
 RemainingTime = Callable[[], int]
@@ -412,13 +409,13 @@ class OrderPipeline:
         indexes = sorted(to_notify)
         calls: list[list[int]] = []
         if not self._notifier.fifo:
-            calls = [indexes[i : i + NOTIFICATIONS_PER_CALL] for i in range(0, len(indexes), NOTIFICATIONS_PER_CALL)]
+            calls = [indexes[i : i + MAX_BATCH_ENTRIES] for i in range(0, len(indexes), MAX_BATCH_ENTRIES)]
         else:
             by_group: dict[str, list[int]] = {}
             for index in indexes:
                 by_group.setdefault(sns_group_id(to_notify[index].order_id), []).append(index)
             for group in by_group.values():
-                if not calls or len(calls[-1]) >= NOTIFICATIONS_PER_CALL:
+                if not calls or len(calls[-1]) >= MAX_BATCH_ENTRIES:
                     calls.append([])
                 calls[-1].extend(group)
         return [{i: to_notify[i] for i in sorted(call)} for call in calls]
@@ -437,7 +434,7 @@ class OrderPipeline:
     def _park_calls(batch: _Batch, to_park: Mapping[int, PermanentError]) -> list[dict[int, PermanentError]]:
         """The parking jobs: all in one on a FIFO queue (order kept), else 10 records per job."""
         indexes = sorted(to_park)
-        size = max(len(indexes), 1) if batch.fifo else PARKED_PER_CALL
+        size = max(len(indexes), 1) if batch.fifo else MAX_BATCH_ENTRIES
         return [{i: to_park[i] for i in indexes[n : n + size]} for n in range(0, len(indexes), size)]
 
     def _park_one_call(self, batch: _Batch, errors: Mapping[int, PermanentError]) -> dict[int, str | None]:
