@@ -12,7 +12,7 @@ from typing import Any
 
 import aws_cdk as cdk
 import pytest
-from aws_cdk import aws_iam
+from aws_cdk import aws_iam, aws_sqs
 from aws_cdk.assertions import Match, Template
 
 from idempotent_order_pipeline import IdempotentOrderPipeline
@@ -376,3 +376,19 @@ def test_network_interface_actions_meet_lambdas_documented_needs_in_this_account
         # only the Describe calls (no resource-level permissions) on "*"
         assert granted == LAMBDA_VPC_NEEDS
         assert {s["Sid"] for s in ec2} == {"DescribeVpcNetworkInterfaces", "ManageVpcNetworkInterfaces"}
+
+
+def test_a_redrive_allow_policy_naming_the_orders_queue_is_a_dependency_cycle(fresh_stack: cdk.Stack) -> None:
+    # GIVEN a pipeline whose DLQ would allow only the orders queue as its source (byQueue)
+    pipeline = IdempotentOrderPipeline(fresh_stack, "Pipeline")
+    cfn_dead_letter_queue = pipeline.dead_letter_queue.node.default_child
+    assert isinstance(cfn_dead_letter_queue, aws_sqs.CfnQueue)
+    cfn_dead_letter_queue.redrive_allow_policy = {
+        "redrivePermission": "byQueue",
+        "sourceQueueArns": [pipeline.queue.queue_arn],
+    }
+    # WHEN it is synthesized
+    # THEN CloudFormation could not deploy it: the orders queue's RedrivePolicy names the DLQ, the DLQ
+    # would name the orders queue (why the construct leaves the DLQ at allowAll; docs/security.md)
+    with pytest.raises(RuntimeError, match="dependency cycle"):
+        Template.from_stack(fresh_stack)
