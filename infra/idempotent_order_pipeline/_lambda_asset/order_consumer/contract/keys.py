@@ -99,21 +99,24 @@ def check_text(text: str, what: str) -> str:
     return text
 
 
-#: Characters SNS and SQS refuse in a message attribute value (their documented set is #x9, #xA,
-#: #xD, #x20-#xD7FF, #xE000-#xFFFD, #x10000-#x10FFFF). ``event_id`` and ``order_id`` travel as SNS
-#: message attributes, so an id with one of these could be recorded but never notified.
-_NOT_ATTRIBUTE_TEXT = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+#: Characters an id may not hold: every control character (C0 - tab, newline and carriage return
+#: too -, DEL, C1 U+0080-U+009F) and what SNS and SQS refuse in a message attribute value (their
+#: documented set is #x9, #xA, #xD, #x20-#xD7FF, #xE000-#xFFFD, #x10000-#x10FFFF). ``event_id`` and
+#: ``order_id`` travel as SNS message attributes, so an id SNS refuses could be recorded but never
+#: notified; and ids are what operators read in tables and terminals, where a control character
+#: moves the cursor, rewrites a line or starts an escape sequence (``\x9b`` is a CSI).
+_NOT_ID_TEXT = re.compile("[^\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
 def check_identifier(text: str, what: str) -> str:
-    """``text``, or :class:`InvalidTextError` when it could not travel as an SNS attribute value."""
+    """``text``, or :class:`InvalidTextError` when it holds a control character or one SNS refuses."""
     check_text(text, what)
-    match = _NOT_ATTRIBUTE_TEXT.search(text)
+    match = _NOT_ID_TEXT.search(text)
     if match is not None:
         raise InvalidTextError(
-            f"{what} has the character {match.group()!a} at position {match.start()}, which SNS and SQS "
-            "refuse in a message attribute (the id is one): allowed tab, newline, carriage return and "
-            "U+0020 upwards"
+            f"{what} has the character {match.group()!a} at position {match.start()}, which an id may not "
+            "hold (a control character, or one SNS and SQS refuse in the message attribute the id travels "
+            "as): allowed U+0020-U+007E and U+00A0 upwards, without U+FFFE, U+FFFF and surrogates"
         )
     return text
 
