@@ -224,7 +224,7 @@ def test_pending_resend_recovers_an_order_with_more_than_28_digits(ops: OpsWorld
         ExpressionAttributeValues={":t": {"N": str(int(time.time()) - 3600)}},
     )
     # WHEN the operator resends pending records
-    result = ops.run("pending", "--resend")
+    result = ops.run("pending", "--resend", "--yes")
     # THEN the order is rebuilt from its row and re-enqueued with every digit
     assert result.exit_code == 0, result.output
     assert "-> resent" in result.stdout
