@@ -1,10 +1,11 @@
 """The bench runs end to end with tiny numbers and writes results, chart and README in the contract's shape.
 
 Speed is never asserted here (the machine is shared); only that the run works, the JSON has the
-issues' shape (7, then 12), and the counts each peer's algorithm implies. The product consumer is a
-black box whose calls change with its version: for it, the moto counts must equal what the HTTP
-stand-in saw, and a redelivery must cost one call per record. The run is a subprocess, as
-``make bench`` is: a fresh interpreter, whose product handler no other test has configured.
+results contract's shape (today's keys, then the added ones), and the counts each peer's algorithm
+implies. The product consumer is a black box whose calls change with its version: for it, the moto
+counts must equal what the HTTP stand-in saw, and a redelivery must cost one call per record. The
+run is a subprocess, as ``make bench`` is: a fresh interpreter, whose product handler no other test
+has configured.
 """
 
 from __future__ import annotations
@@ -94,7 +95,7 @@ def test_results_keep_todays_keys_and_add_exactly_the_new_ones(run: dict[str, An
         assert isinstance(figures["duplicate_rows"], int), name
 
 
-def test_lambda_cpu_has_one_entry_per_memory_size_in_the_issue_shape(run: dict[str, Any]) -> None:
+def test_lambda_cpu_has_one_entry_per_swept_memory_size_and_the_default(run: dict[str, Any]) -> None:
     results = run["results"]
     default = results["default_memory_mb"]
     # THEN every swept size and the default are keys (strings), in ascending order
@@ -196,7 +197,7 @@ def test_cold_start_is_import_plus_clients(run: dict[str, Any]) -> None:
         assert details["cold_start_ms"] >= details["cold_import_ms"] > 0, name
 
 
-def test_targets_are_the_issues(run: dict[str, Any]) -> None:
+def test_targets_are_the_performance_goals_in_order(run: dict[str, Any]) -> None:
     names = [t["target"] for t in run["details"]["targets"]]
     assert [n.split(":")[0] for n in names] == [
         f"batch of 10 at the default memory ({_default_memory()} MB)",

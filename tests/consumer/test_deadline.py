@@ -190,7 +190,7 @@ def _cgroup(pid: int) -> tuple[str, Path, Path] | None:
         settings = {"cpu.cfs_period_us": str(PERIOD_US), "cpu.cfs_quota_us": str(quota)}
         candidates.append(("cgroup v1 cpu.cfs_quota_us", v1, settings))
     for how, root, files in candidates:
-        group = root / f"h2-deadline-{os.getpid()}-{pid}"
+        group = root / f"test-deadline-{os.getpid()}-{pid}"
         try:
             group.mkdir()
             for file, value in files.items():

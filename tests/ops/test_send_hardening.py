@@ -1,4 +1,4 @@
-"""The producer and ``order-pipeline send`` on issue 11's inputs: exact numbers, every order reported, FIFO ids.
+"""The producer and ``order-pipeline send`` on hostile inputs: exact numbers, every order reported, FIFO ids.
 
 Never a crash: every order gets a result, every line of a file a verdict; numbers DynamoDB stores
 are sent exactly, whatever their size; FIFO ids are valid and deduplication ids injective.
