@@ -20,6 +20,9 @@ from typing import Any
 
 import pytest
 
+# Runs the benchmark end to end in a subprocess.
+pytestmark = pytest.mark.slow
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TODAY_FIELDS = {
     "batch10_ms",

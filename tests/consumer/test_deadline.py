@@ -240,6 +240,7 @@ def cpu_cap(pid: int) -> Iterator[str]:
         thread.join()
 
 
+@pytest.mark.slow
 def test_ten_thousand_records_at_lambdas_cpu_share_end_before_the_deadline() -> None:
     """10,000 records, a child process capped to 29 % of one core.
 

@@ -12,7 +12,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.consumer.memory_probe import BODIES
+
+# Measures peak RSS in a subprocess that forks one child per body.
+pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
 #: The bound the README's input contract states for any body of at most 256 KB.

@@ -119,6 +119,7 @@ def checkov_results(report: Any, configuration: str, kind: str) -> list[dict[str
     return [check for check in report["results"][kind] if Path(check["file_path"]).name == f"{configuration}.json"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("configuration", CONFIGURATIONS)
 def test_checkov_finds_nothing_without_a_shipped_reason(checkov_report: Any, configuration: str) -> None:
     # GIVEN checkov's report on a configuration's template
@@ -136,6 +137,7 @@ def test_checkov_finds_nothing_without_a_shipped_reason(checkov_report: Any, con
         ]
 
 
+@pytest.mark.slow
 def test_checkov_skips_follow_the_key(checkov_report: Any, cmk_pipeline: Synthesized) -> None:
     # GIVEN the default pipeline (no key) and the CMK one
     default_skips = {
