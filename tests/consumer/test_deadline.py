@@ -100,6 +100,7 @@ def acknowledged_are_notified_and_marked(standin: StandIn, failed: set[str], cou
     return acknowledged
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["record", "publish", "mark"], ids=["transaction", "publish-batch", "sent-mark"])
 @pytest.mark.parametrize("behaviour", [HANG, TRICKLE], ids=["never-answers", "trickles"])
 def test_a_call_that_never_answers_or_trickles_cannot_make_the_invocation_overrun(kind: str, behaviour: str) -> None:

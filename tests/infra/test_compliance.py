@@ -82,6 +82,7 @@ def test_every_acknowledgement_has_a_reason_listed_in_the_docs(
     assert {violation["ruleName"] for violation in suppressed} <= documented_acknowledgements()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("configuration", CONFIGURATIONS)
 def test_cfn_lint_passes(all_configurations: dict[str, Synthesized], configuration: str) -> None:
     # GIVEN a synthesized template

@@ -204,6 +204,7 @@ def test_one_refused_entry_does_not_hold_back_the_others(world: ReconcilerWorld)
     assert set(world.notified()) == set(event_ids) - {refused}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("after_success", [False, True], ids=["crash-before-call", "crash-after-call"])
 def test_survives_a_crash_at_every_call(make_world: Callable[..., ReconcilerWorld], after_success: bool) -> None:
     # GIVEN the number of AWS calls a clean run over 7 old pending records makes
@@ -263,6 +264,7 @@ def test_two_concurrent_runs_notify_everything_and_agree_on_the_marks(world: Rec
     assert sum(report.reconciled for report in reports) == sum(notified.values())
 
 
+@pytest.mark.slow
 def test_a_huge_backlog_stops_before_the_deadline_and_resumes(world: ReconcilerWorld) -> None:
     # GIVEN 250 old pending records, and every AWS call costing 100 ms of a 12 s invocation
     event_ids = world.pend_many([order(i) for i in range(250)], created_at=NOW - HOUR)
