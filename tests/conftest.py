@@ -8,6 +8,8 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import botocore.loaders
+import botocore.session
 import pytest
 
 # No test may reach a real AWS account: dummy credentials and a fixed region for boto3 and moto.
@@ -23,6 +25,35 @@ for _name, _value in {
     os.environ[_name] = _value
 os.environ.pop("AWS_PROFILE", None)
 os.environ.pop("AWS_ENDPOINT_URL", None)
+
+
+class _SearchPaths(list[str]):
+    """A loader's search paths, to which each new boto3 session appends its own data path only once."""
+
+    def append(self, path: str) -> None:
+        if path not in self:
+            super().append(path)
+
+
+_LOADERS: dict[str | None, botocore.loaders.Loader] = {}
+
+
+def _shared_loader(search_path_string: str | None = None) -> botocore.loaders.Loader:
+    """One botocore data loader per data path for the whole test process.
+
+    The code under test builds a boto3 session per CLI run, consumer or world, and each session's
+    loader parses the same service models again (a third of the operator CLI tests' time). Sharing
+    the loader shares its cache, as clients of one session already share it; the models are static.
+    """
+    if search_path_string not in _LOADERS:
+        loader = _create_loader(search_path_string)
+        loader._search_paths = _SearchPaths(loader.search_paths)  # type: ignore[attr-defined]
+        _LOADERS[search_path_string] = loader
+    return _LOADERS[search_path_string]
+
+
+_create_loader = botocore.session.create_loader
+botocore.session.create_loader = _shared_loader  # type: ignore[assignment]
 
 
 def pytest_sessionfinish(session: object, exitstatus: int) -> None:
