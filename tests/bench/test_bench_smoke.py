@@ -38,7 +38,7 @@ TODAY_FIELDS = {
     "cold_import_ms",
     "duplicate_rows",
 }
-#: Issue 21's additions to each consumer: the index writes apart, and every cost line.
+#: The cost fields added to each consumer: the index writes apart, and every cost line.
 COST_FIELDS = {"index_wru_per_msg", "usd_breakdown"}
 LAMBDA_CPU_FIELDS = {"batch10_ms", "batch10_p90_ms", "cpu_ms_per_record", "usd_per_million"}
 MEMORY_SIZES = (512,)
