@@ -1,4 +1,4 @@
-"""Issue 11's input classes through the real handler: exact numbers, poison parked at once, unambiguous keys.
+"""Hostile input classes through the real handler: exact numbers, poison parked at once, unambiguous keys.
 
 Each test drives ``order_consumer.handler.handler`` against moto and asserts the tables, the DLQ
 (with ``error_code``), the notifications and ``batchItemFailures``.

@@ -373,7 +373,7 @@ def test_messages_that_fail_again_during_the_redrive_are_not_moved_again(ops: Op
     assert ops.visible_count(ops.dlq_url) == 2
 
 
-# --- robustness of the loop (issue 11.8) -------------------------------------------------------------
+# --- robustness of the loop -------------------------------------------------------------------------
 
 PRODUCER_ATTRIBUTE_SETS = [
     pytest.param({"original_attributes": "not json"}, id="original_attributes-not-json"),

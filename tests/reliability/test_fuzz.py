@@ -45,6 +45,9 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.pipeline import Outc
 from idempotent_order_pipeline._lambda_asset.order_consumer.runtime import Clients
 from tests.consumer.harness import FakeContext, World, sqs_record
 
+# Fuzzing: thousands of generated inputs through the real handler.
+pytestmark = pytest.mark.slow
+
 settings.register_profile("fuzz-ci", max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
 settings.register_profile(
     "fuzz-reliability", max_examples=5_000, deadline=None, suppress_health_check=list(HealthCheck)
