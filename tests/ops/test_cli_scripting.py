@@ -348,6 +348,7 @@ _ENTRIES: dict[str, str] = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("module", ["click", "boto3"])
 @pytest.mark.parametrize("entry", _ENTRIES.values(), ids=_ENTRIES.keys())
 def test_without_the_ops_extra_help_is_a_one_line_hint(module: str, entry: str) -> None:
