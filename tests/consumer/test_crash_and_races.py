@@ -94,6 +94,7 @@ def test_a_clean_batch_stays_within_the_crash_matrix(make_world: Callable[..., W
     assert_invariants(world, must_notify, parked)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fifo", [False, True], ids=["standard", "fifo"])
 @pytest.mark.parametrize("after_success", [False, True], ids=["before-call", "after-success"])
 @pytest.mark.parametrize("n", range(1, MAX_CALLS + 1))

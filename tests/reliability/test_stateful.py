@@ -36,6 +36,9 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.runtime import Clien
 from tests.consumer.harness import ArmedFault, Crash, World, cancelled, client_error, refuse_entries, sqs_record
 from tests.reconciler.harness import add_pending_index
 
+# Stateful chaos: generated scenarios of producers, consumers and faults.
+pytestmark = pytest.mark.slow
+
 MAX_RECEIVES = 4
 MAX_BATCH = 10
 
