@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
-from aws_cdk import aws_lambda, aws_sns
+from aws_cdk import aws_cloudwatch_actions, aws_lambda, aws_sns
 from cdk_nag import AwsSolutionsChecks, ServerlessChecks
 from constructs import Construct
 
@@ -117,10 +117,14 @@ class OrderPipelineStack(cdk.Stack):
             if powertools_layer_arn
             else None
         )
-        alarm_action = (
-            aws_sns.Topic.from_topic_arn(self, "AlarmTopic", settings.alarm_topic_arn)
+        alarm_actions = (
+            [
+                aws_cloudwatch_actions.SnsAction(
+                    aws_sns.Topic.from_topic_arn(self, "AlarmTopic", settings.alarm_topic_arn)
+                )
+            ]
             if settings.alarm_topic_arn
-            else None
+            else []
         )
         self.pipeline = IdempotentOrderPipeline(
             self,
@@ -129,7 +133,7 @@ class OrderPipelineStack(cdk.Stack):
             oldest_message_age_threshold=settings.oldest_message_age_threshold,
             alarm_evaluation_periods=settings.alarm_evaluation_periods,
             powertools_layer=powertools_layer,
-            alarm_action=alarm_action,
+            alarm_actions=alarm_actions,
         )
         pipeline = self.pipeline
         # Output keys are a contract (sandbox, CLI): never rename them. No exports: nothing imports them.

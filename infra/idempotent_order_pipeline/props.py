@@ -8,7 +8,8 @@ name the prop, the value received and what is allowed. Values that are unresolve
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from enum import Enum
 from typing import Any
 
 from aws_cdk import (
@@ -26,7 +27,7 @@ from aws_cdk import (
 )
 
 from idempotent_order_pipeline import monitoring
-from idempotent_order_pipeline.keys import parse_identity_fields
+from idempotent_order_pipeline.keys import DEFAULT_IDENTITY_FIELDS, parse_identity_fields
 
 #: Fixed: the longest SQS allows, so a parked message has the most time to be looked at.
 DEAD_LETTER_RETENTION = Duration.days(14)
@@ -57,41 +58,47 @@ MIN_POLLERS, MAX_MINIMUM_POLLERS, MAX_MAXIMUM_POLLERS = 2, 200, 2000
 ALLOWED_REMOVAL_POLICIES = (RemovalPolicy.DESTROY, RemovalPolicy.RETAIN, RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PipelineProps:
-    """Every prop of :class:`IdempotentOrderPipeline`, defaults already applied."""
+    """Every prop of :class:`IdempotentOrderPipeline` with its default: the one home of the defaults.
 
-    fifo: bool
-    batch_size: int
-    max_batching_window: Duration | None
-    max_concurrency: int | None
-    max_receive_count: int
-    function_timeout: Duration
-    memory_size: int
-    visibility_timeout: Duration | None
-    retention_period: Duration
-    record_retention: Duration
+    The constructor's keyword-only parameters take their defaults from :data:`DEFAULTS`; a test
+    checks that the signature, the class docstring and the docs' props table agree with these
+    fields (names, types and defaults, Durations included). What each prop does is documented once,
+    in the class docstring of :class:`IdempotentOrderPipeline`.
+    """
+
+    fifo: bool = False
+    batch_size: int = 10
+    max_batching_window: Duration | None = None
+    max_concurrency: int | None = None
+    max_receive_count: int = 5
+    function_timeout: Duration = Duration.seconds(30)
+    #: One full vCPU: the knee of `make bench`'s memory sweep.
+    memory_size: int = 1769
+    visibility_timeout: Duration | None = None
+    retention_period: Duration = Duration.days(4)
+    record_retention: Duration = Duration.days(30)
     #: As given: a string is reported by :func:`validate` with the other problems.
-    identity_fields: Sequence[str]
-    service_name: str | None
-    metrics_namespace: str
-    encryption_key: aws_kms.IKey | None
-    removal_policy: RemovalPolicy
-    log_retention: aws_logs.RetentionDays
-    powertools_layer: aws_lambda.ILayerVersion | None
-    alarm_action: aws_sns.ITopic | None
-    oldest_message_age_threshold: Duration
-    alarm_evaluation_periods: int
+    identity_fields: Sequence[str] = DEFAULT_IDENTITY_FIELDS
+    service_name: str | None = None
+    metrics_namespace: str = "IdempotentOrderPipeline"
+    encryption_key: aws_kms.IKey | None = None
+    removal_policy: RemovalPolicy = RemovalPolicy.RETAIN
+    log_retention: aws_logs.RetentionDays = aws_logs.RetentionDays.ONE_MONTH
+    powertools_layer: aws_lambda.ILayerVersion | None = None
+    oldest_message_age_threshold: Duration = Duration.minutes(15)
+    alarm_evaluation_periods: int = 3
     existing_queue: aws_sqs.IQueue | None = None
     existing_dead_letter_queue: aws_sqs.IQueue | None = None
     existing_topic: aws_sns.ITopic | None = None
     existing_processed_events_table: aws_dynamodb.ITable | None = None
     existing_order_records_table: aws_dynamodb.ITable | None = None
-    queue_props: Mapping[str, Any] | None = None
-    dead_letter_queue_props: Mapping[str, Any] | None = None
+    queue_props: Mapping[str, Any] | aws_sqs.QueueProps | None = None
+    dead_letter_queue_props: Mapping[str, Any] | aws_sqs.QueueProps | None = None
     table_props: Mapping[str, Any] | None = None
-    topic_props: Mapping[str, Any] | None = None
-    function_props: Mapping[str, Any] | None = None
+    topic_props: Mapping[str, Any] | aws_sns.TopicProps | None = None
+    function_props: Mapping[str, Any] | aws_lambda.FunctionOptions | None = None
     vpc: aws_ec2.IVpc | None = None
     vpc_subnets: aws_ec2.SubnetSelection | None = None
     security_groups: Sequence[aws_ec2.ISecurityGroup] | None = None
@@ -100,19 +107,44 @@ class PipelineProps:
     fifo_high_throughput: bool = False
     provisioned_pollers: aws_lambda.ProvisionedPollerConfig | None = None
     tracing: bool = False
-    alarm_actions: tuple[aws_cloudwatch.IAlarmAction, ...] = ()
+    alarm_actions: Sequence[aws_cloudwatch.IAlarmAction] = ()
     ok_actions: bool = True
     alarm_name_prefix: str | None = None
     runbook_url: str | None = None
-    alarm_overrides: Mapping[str, monitoring.AlarmOverride] = field(default_factory=dict)
+    alarm_overrides: Mapping[str, monitoring.AlarmOverride] | None = None
     dashboard: bool = True
-    reconcile_every: Duration | None = None
+    reconcile_every: Duration | None = Duration.minutes(5)
     reconcile_after: Duration | None = None
 
     @property
     def identity_field_names(self) -> tuple[str, ...]:
         """The identity fields as a tuple (a string, reported by validate(), gives no fields)."""
         return () if isinstance(self.identity_fields, str) else tuple(self.identity_fields)
+
+    @property
+    def alarm_override_map(self) -> Mapping[str, monitoring.AlarmOverride]:
+        """``alarm_overrides``, None as empty."""
+        return self.alarm_overrides or {}
+
+    @classmethod
+    def from_arguments(cls, arguments: Mapping[str, Any]) -> PipelineProps:
+        """The props among ``arguments`` (a constructor's ``locals()``): every field, nothing else."""
+        return cls(**{name: arguments[name] for name in PROP_NAMES})
+
+
+#: Every prop's default, as one value: the constructor's parameters default to its fields.
+DEFAULTS = PipelineProps()
+#: The props' names, in the constructor's order.
+PROP_NAMES = tuple(prop.name for prop in fields(PipelineProps))
+
+
+def describe_default(value: object) -> str:
+    """A default as the docstring states it: ``30 seconds``, ``RemovalPolicy.RETAIN``, ``('order_id',)``, ``None``."""
+    if isinstance(value, Duration):
+        return value.to_human_string()
+    if isinstance(value, Enum):
+        return f"{type(value).__name__}.{value.name}"
+    return repr(value)
 
 
 @dataclass
@@ -334,7 +366,7 @@ def _check_alarms(props: PipelineProps, findings: Findings) -> None:
     if periods is not None and periods < 1:
         errors.append(f"alarm_evaluation_periods={props.alarm_evaluation_periods!r}: allowed 1 or more")
     _check_alarm_naming(props, findings)
-    for key, override in props.alarm_overrides.items():
+    for key, override in props.alarm_override_map.items():
         _check_alarm_override(key, override, errors)
 
 
@@ -360,7 +392,7 @@ def _check_alarm_naming(props: PipelineProps, findings: Findings) -> None:
             f"runbook_url={url!r}: allowed an http(s):// URL of at most {monitoring.MAX_RUNBOOK_URL_LENGTH} "
             "characters, or None"
         )
-    if (props.alarm_actions or props.alarm_action is not None) and url is None:
+    if props.alarm_actions and url is None:
         findings.warnings.append(
             (
                 "no-runbook-url",

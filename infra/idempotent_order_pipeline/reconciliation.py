@@ -53,8 +53,6 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_ind
 RECONCILER_HANDLER = "order_consumer.reconciler.handler"
 #: The variable the reconciler reads on top of the consumer's.
 RECONCILE_AFTER_VARIABLE = "RECONCILE_AFTER_SECONDS"
-#: Default of the ``reconcile_every`` prop (``reconcile_after``'s is in ``props.derived_reconcile_after``).
-DEFAULT_RECONCILE_EVERY = Duration.minutes(5)
 #: A run stops starting work 15 s before this (``reconciliation.DEFAULT_MIN_REMAINING_MS``).
 RECONCILER_TIMEOUT = Duration.minutes(2)
 RECONCILER_MEMORY_MB = 512

@@ -16,7 +16,7 @@ os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get(
 os.environ.setdefault("JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION", "1")
 
 import aws_cdk as cdk
-from aws_cdk import aws_iam, aws_kms, aws_sns
+from aws_cdk import aws_cloudwatch_actions, aws_iam, aws_kms, aws_sns
 from aws_cdk.assertions import Template
 from cdk_nag import AwsSolutionsChecks, ServerlessChecks
 
@@ -92,7 +92,7 @@ def customer_managed_key_and_alarm_topic(stack: cdk.Stack) -> dict[str, Any]:
     key = aws_kms.Key(stack, "PipelineKey", enable_key_rotation=True, description="Order pipeline data")
     key.grant(aws_iam.ServicePrincipal("cloudwatch.amazonaws.com"), "kms:Decrypt", "kms:GenerateDataKey")
     alarm_topic = aws_sns.Topic(stack, "AlarmTopic", master_key=key, enforce_ssl=True)
-    return {"encryption_key": key, "alarm_action": alarm_topic}
+    return {"encryption_key": key, "alarm_actions": [aws_cloudwatch_actions.SnsAction(alarm_topic)]}
 
 
 def resources_of_type(template_json: dict[str, Any], resource_type: str) -> dict[str, dict[str, Any]]:

@@ -509,10 +509,12 @@ def test_alarm_prop_errors_are_collected_together(fresh_stack: cdk.Stack) -> Non
 
 def test_alarms_with_actions_but_no_runbook_url_warn(fresh_stack: cdk.Stack) -> None:
     # GIVEN alarms with an action and no runbook_url
-    from aws_cdk import aws_sns
+    from aws_cdk import aws_cloudwatch_actions, aws_sns
     from aws_cdk.assertions import Annotations, Match
 
-    IdempotentOrderPipeline(fresh_stack, "Pipeline", alarm_action=aws_sns.Topic(fresh_stack, "Pager"))
+    IdempotentOrderPipeline(
+        fresh_stack, "Pipeline", alarm_actions=[aws_cloudwatch_actions.SnsAction(aws_sns.Topic(fresh_stack, "Pager"))]
+    )
     # WHEN the annotations are read
     # THEN a warning says to pass runbook_url
     Annotations.from_stack(fresh_stack).has_warning(
@@ -532,3 +534,30 @@ def test_override_values_that_are_tokens_are_left_to_cloudformation(fresh_stack:
         logical_id(fresh_stack, pipeline.alarms["conflicts"])
     ]["Properties"]
     assert properties["Threshold"] == {"Ref": "Threshold"}
+
+
+def test_deprecated_alarm_action_warns_naming_alarm_actions_and_still_notifies(fresh_stack: cdk.Stack) -> None:
+    # GIVEN the deprecated alarm_action topic next to an alarm_actions entry
+    from aws_cdk import aws_cloudwatch_actions, aws_sns
+
+    pager, chat = aws_sns.Topic(fresh_stack, "Pager"), aws_sns.Topic(fresh_stack, "Chat")
+    # WHEN the pipeline is built
+    with pytest.warns(
+        DeprecationWarning, match=r"use alarm_actions=\[aws_cloudwatch_actions\.SnsAction\(topic\)\]"
+    ) as seen:
+        pipeline = IdempotentOrderPipeline(
+            fresh_stack,
+            "Pipeline",
+            alarm_action=pager,
+            alarm_actions=[aws_cloudwatch_actions.SnsAction(chat)],
+            runbook_url="https://runbooks.example.com/orders",
+        )
+    # THEN the warning points at the caller's line, and every alarm notifies both topics, on ALARM and OK
+    assert [warning.filename for warning in seen] == [__file__]
+    template = Template.from_stack(fresh_stack)
+    expected = [{"Ref": logical_id(fresh_stack, chat)}, {"Ref": logical_id(fresh_stack, pager)}]
+    alarms = template.find_resources("AWS::CloudWatch::Alarm")
+    assert len(alarms) == len(pipeline.alarms) > 0
+    for alarm in alarms.values():
+        assert alarm["Properties"]["AlarmActions"] == expected
+        assert alarm["Properties"]["OKActions"] == expected
