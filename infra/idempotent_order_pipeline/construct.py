@@ -47,7 +47,14 @@ from idempotent_order_pipeline import (
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.metric_names import OUTCOME_METRICS
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_index import PENDING_INDEX_NAME
 from idempotent_order_pipeline.discovery import mark as mark_for_discovery
-from idempotent_order_pipeline.props import DEFAULTS, Findings, PipelineProps, derived_reconcile_after, validate
+from idempotent_order_pipeline.props import (
+    DEFAULTS,
+    Findings,
+    PipelineProps,
+    derived_reconcile_after,
+    validate,
+    well_typed,
+)
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -383,7 +390,9 @@ class IdempotentOrderPipeline(Construct):
 
     def _validate(self, props: PipelineProps) -> None:
         """Every prop, every override after the merge and every existing resource: one error lists all."""
-        findings = validate(props)
+        findings = Findings()
+        props = well_typed(props, findings)
+        validate(props, findings)
         resources.check_resources(props, findings)
         if props.powertools_layer is None and (layer_problem := powertools.default_layer_problem(self)):
             findings.errors.append(layer_problem)

@@ -47,13 +47,13 @@ INVALID_PROPS: list[tuple[dict[str, Any], str]] = [
     ({"identity_fields": ("order_id", "order_id")}, r"identity_fields=\('order_id', 'order_id'\): allowed"),
     ({"identity_fields": ("order_id,customer_id",)}, r"identity_fields=\('order_id,customer_id',\): allowed"),
     ({"identity_fields": (" order_id",)}, r"identity_fields=\(' order_id',\): allowed"),
-    ({"identity_fields": "order_id"}, r"identity_fields='order_id': allowed a sequence of field names"),
+    ({"identity_fields": "order_id"}, r"identity_fields='order_id' \(str\): allowed a sequence of field names"),
     ({"service_name": ""}, r"service_name='': allowed a non-empty name"),
     ({"metrics_namespace": "AWS/Lambda"}, r"metrics_namespace='AWS/Lambda': allowed a non-empty namespace"),
     ({"oldest_message_age_threshold": seconds(0)}, r"oldest_message_age_threshold=0s: allowed more than 0"),
     (
         {"oldest_message_age_threshold": days(4)},
-        r"oldest_message_age_threshold=345600s: must be less than retention_period \(345600s\)",
+        r"oldest_message_age_threshold=4 days: must be less than retention_period \(4 days\)",
     ),
     ({"alarm_evaluation_periods": 0}, r"alarm_evaluation_periods=0: allowed 1 or more"),
 ]
@@ -167,7 +167,7 @@ def test_visibility_timeout_below_six_times_the_function_timeout_adds_a_warning(
     # THEN the construct carries a warning naming both values
     Annotations.from_stack(warned_stack).has_warning(
         "/WarnedStack/Pipeline",
-        Match.string_like_regexp(r"visibility_timeout=60s is below 6x function_timeout \(180s\)"),
+        Match.string_like_regexp(r"visibility_timeout=1 minute is below 6x function_timeout \(3 minutes\)"),
     )
 
 
