@@ -8,14 +8,14 @@ Two kinds of alarm:
 - *sustained* alarms (message age, Lambda errors and throttles, DynamoDB throttles) fire after
   ``alarm_evaluation_periods`` consecutive breaching minutes, since SQS retries absorb a blip.
 
-Missing data is not breaching: no traffic is not an incident. What to do when each fires is in the
-README ("Runbook: when an alarm fires"), one row per key of :data:`ALARM_KEYS`.
+Missing data is not breaching: no traffic is not an incident. What to do when each fires is in
+``docs/operations.md`` ("Runbook: when an alarm fires"), one row per key of :data:`ALARM_KEYS`.
 
 Every alarm is made by :class:`AlarmFactory`, after cdk-monitoring-constructs' ``AlarmFactory``:
 a stable name (``<alarm_name_prefix>-<key>``), a description saying what the alarm means and
 linking the runbook, the same ``IAlarmAction`` list on ALARM and (unless ``ok_actions=False``) OK,
 and per-alarm opt-out or thresholds from ``alarm_overrides``. Sub-constructs add their alarms
-through the pipeline's ``alarm_factory`` (register the key in :data:`ALARM_KEYS` and the README).
+through the pipeline's ``alarm_factory`` (register the key in :data:`ALARM_KEYS` and ``docs/operations.md``).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ ALARM_KEYS = (
     "pending_too_old",  # the reconciler's (reconciliation.py), with reconcile_every set
 )
 #: Where each description points on-call when no ``runbook_url`` is given.
-DEFAULT_RUNBOOK = "README of idempotent-order-pipeline, section 'Runbook: when an alarm fires'"
+DEFAULT_RUNBOOK = "docs/operations.md of idempotent-order-pipeline, section 'Runbook: when an alarm fires'"
 #: Leaves room for ``-<key>`` within CloudWatch's 255 characters.
 MAX_ALARM_NAME_PREFIX_LENGTH = 200
 MAX_RUNBOOK_URL_LENGTH = 512

@@ -226,10 +226,10 @@ def test_every_prop_states_its_default_in_the_docstring() -> None:
         assert re.match(r"[\s.,(]|$", stated.removeprefix(describe_default(getattr(DEFAULTS, name)))), (name, stated)
 
 
-def test_readme_props_table_lists_every_prop_with_its_default() -> None:
-    # GIVEN the README's props table and the props' defaults (Durations and enums included)
-    readme = (REPO / "README.md").read_text()
-    section = readme.split("## Props", 1)[1].split("\n## ", 1)[0]
+def test_docs_props_table_lists_every_prop_with_its_default() -> None:
+    # GIVEN the props table of docs/construct.md and the props' defaults (Durations and enums included)
+    page = (REPO / "docs" / "construct.md").read_text()
+    section = page.split("\n## Props\n", 1)[1].split("\n## ", 1)[0]
     rows = dict(re.findall(r"^\| `(\w+)` \| (.+?) \|", section, flags=re.MULTILINE))
     # WHEN each row is compared with PipelineProps
     # THEN every prop has a row (the deprecated alarm_action none), starting with its default as code
