@@ -18,6 +18,7 @@ call. cdk-nag's AwsSolutions and Serverless packs check every stage.
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -154,6 +155,24 @@ def default_context() -> dict[str, Any]:
     return context
 
 
+#: The cdk-nag lines this app (and the construct's acknowledgements) work with: 2.x from 2.38, and 3.x.
+CDK_NAG_MAJOR = int(importlib.metadata.version("cdk-nag").split(".", 1)[0])
+
+
+def add_cdk_nag(app: cdk.App) -> None:
+    """cdk-nag's AwsSolutions and Serverless packs on every stack of ``app``, as the installed line runs them.
+
+    cdk-nag 3.x is a validation plugin (a finding fails the synth with a report); 2.x is an Aspect
+    (a finding is an error annotation, which fails ``cdk synth``).
+    """
+    if CDK_NAG_MAJOR >= 3:
+        cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app), ServerlessChecks(app))
+    else:
+        # Typed against the installed 3.x, whose packs are plugins; 2.x's are Aspects.
+        cdk.Aspects.of(app).add(AwsSolutionsChecks())  # type: ignore[arg-type]
+        cdk.Aspects.of(app).add(ServerlessChecks())  # type: ignore[arg-type]
+
+
 def build_app(context: Mapping[str, Any] | None = None, outdir: str | None = None) -> cdk.App:
     """The app with its stages; ``context`` overrides ``cdk.json`` (the CLI's context overrides both)."""
     app = cdk.App(context={**default_context(), **(context or {})}, outdir=outdir)
@@ -170,7 +189,7 @@ def build_app(context: Mapping[str, Any] | None = None, outdir: str | None = Non
         settings = EnvironmentSettings.from_context(name, entry)
         stage = cdk.Stage(app, name, env=settings.environment)
         OrderPipelineStack(stage, STACK_ID, settings=settings, powertools_layer_arn=powertools_layer_arn)
-    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app), ServerlessChecks(app))
+    add_cdk_nag(app)
     return app
 
 

@@ -12,14 +12,12 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 import jsii
 from aws_cdk import (
-    Acknowledgment,
     Annotations,
     CfnResource,
     Duration,
     RemovalPolicy,
     Stack,
     Token,
-    Validations,
     aws_cloudwatch,
     aws_cloudwatch_actions,
     aws_dynamodb,
@@ -38,6 +36,7 @@ from idempotent_order_pipeline import (
     asset,
     compliance,
     monitoring,
+    nag,
     permissions,
     powertools,
     reconciliation,
@@ -227,6 +226,13 @@ class IdempotentOrderPipeline(Construct):
         (every alarm, with its own threshold).
     :param dashboard: create the CloudWatch dashboard (3 USD a month beyond an account's 3 free
         ones). Default: True.
+    :param create_alarms: create the CloudWatch alarms. False: create none, and monitor the
+        pipeline with your own tool from ``alarm_definitions`` (each alarm's metric, threshold,
+        periods and description; docs/operations.md shows cdk-monitoring-constructs'
+        ``MonitoringFacade``). Default: True.
+    :param event_source_metrics: the event source mapping's ``EventCount`` metrics (polled,
+        filtered out, invoked, failed, deleted; billed as custom metrics), on the dashboard and
+        behind the ``messages_polled_not_deleted`` alarm. Default: True.
     :param oldest_message_age_threshold: the queue age above which the backlog alarm fires, less
         than ``retention_period``. Default: 15 minutes.
     :param alarm_evaluation_periods: consecutive breaching minutes before a sustained alarm (age,
@@ -339,6 +345,8 @@ class IdempotentOrderPipeline(Construct):
         runbook_url: str | None = DEFAULTS.runbook_url,
         alarm_overrides: Mapping[str, monitoring.AlarmOverride] | None = DEFAULTS.alarm_overrides,
         dashboard: bool = DEFAULTS.dashboard,
+        create_alarms: bool = DEFAULTS.create_alarms,
+        event_source_metrics: bool = DEFAULTS.event_source_metrics,
         reconcile_every: Duration | None = DEFAULTS.reconcile_every,
         reconcile_after: Duration | None = DEFAULTS.reconcile_after,
         alarm_action: aws_sns.ITopic | None = None,
@@ -380,6 +388,10 @@ class IdempotentOrderPipeline(Construct):
         """The scheduled reconciler (function, rule, ``pending_too_old`` alarm); None with ``reconcile_every=None``."""
         self.alarms: Mapping[str, aws_cloudwatch.Alarm] = MappingProxyType(self.alarm_factory.alarms)
         """Every alarm, by key (``dead_letter_queue_not_empty``, ``conflicts``, ...), less those turned off."""
+        self.alarm_definitions: Mapping[str, monitoring.AlarmDefinition] = MappingProxyType(
+            self.alarm_factory.definitions
+        )
+        """Every alarm's metric, threshold, periods and description by key, created or not (``create_alarms``)."""
         self.dashboard: aws_cloudwatch.Dashboard | None = self._create_dashboard(watched)
         """Queue, function, handler outcomes and tables on one CloudWatch dashboard (None with ``dashboard=False``)."""
         self._suppress_checkov_findings()
@@ -426,6 +438,7 @@ class IdempotentOrderPipeline(Construct):
             runbook_url=props.runbook_url,
             evaluation_periods=props.alarm_evaluation_periods,
             overrides=props.alarm_override_map,
+            create=props.create_alarms,
         )
 
     def _default_service_name(self) -> str:
@@ -443,6 +456,10 @@ class IdempotentOrderPipeline(Construct):
             processed_events_table=self.processed_events_table,
             order_records_table=self.order_records_table,
             outcome_metrics={name: self._outcome_metric(name) for name in OUTCOME_METRICS},
+            event_source_metrics={
+                name: monitoring.event_source_metric(self._event_source.event_source_mapping_id, name)
+                for name in (monitoring.EVENT_SOURCE_METRICS if self._props.event_source_metrics else ())
+            },
         )
 
     def _create_dashboard(self, watched: monitoring.MonitoredResources) -> aws_cloudwatch.Dashboard | None:
@@ -581,16 +598,20 @@ class IdempotentOrderPipeline(Construct):
         function = aws_lambda.Function(
             self, "Function", **resources.merged(defaults, resources.function_overrides(props), {})
         )
-        function.add_event_source(
-            aws_lambda_event_sources.SqsEventSource(
-                self.queue,
-                batch_size=props.batch_size,
-                max_batching_window=props.max_batching_window,
-                max_concurrency=props.max_concurrency,
-                provisioned_poller_config=props.provisioned_pollers,
-                report_batch_item_failures=True,
-            )
+        self._event_source = aws_lambda_event_sources.SqsEventSource(
+            self.queue,
+            batch_size=props.batch_size,
+            max_batching_window=props.max_batching_window,
+            max_concurrency=props.max_concurrency,
+            provisioned_poller_config=props.provisioned_pollers,
+            report_batch_item_failures=True,
+            metrics_config=(
+                aws_lambda.MetricsConfig(metrics=[aws_lambda.MetricType.EVENT_COUNT])
+                if props.event_source_metrics
+                else None
+            ),
         )
+        function.add_event_source(self._event_source)
         self._acknowledge_findings(function, role)
         return function
 
@@ -672,46 +693,47 @@ class IdempotentOrderPipeline(Construct):
 
     def _acknowledge_findings(self, function: aws_lambda.Function, role: aws_iam.Role) -> None:
         """cdk-nag findings this construct's design answers (each reason is in docs/compliance.md too)."""
-        default_policy = role.node.find_child("DefaultPolicy")
-        Validations.of(default_policy).acknowledge(
-            Acknowledgment(
-                id="AwsSolutions::AwsSolutions-IAM5[Resource::*]",
-                reason="Only actions without resource-level permissions use Resource '*': X-Ray PutTraceSegments and "
-                "PutTelemetryRecords (with tracing=True) and the EC2 network interface actions of a function in a "
-                "VPC; every other statement names its exact resource.",
-            )
+        nag.acknowledge(
+            role.node.find_child("DefaultPolicy"),
+            "AwsSolutions",
+            "AwsSolutions-IAM5",
+            "Only actions without resource-level permissions use Resource '*': X-Ray PutTraceSegments and "
+            "PutTelemetryRecords (with tracing=True) and the EC2 network interface actions of a function in a "
+            "VPC; every other statement names its exact resource.",
+            applies_to="Resource::*",
         )
-        acknowledgments = [
-            Acknowledgment(
-                id="Serverless::Serverless-LambdaDLQ",
-                reason="A function DLQ only catches asynchronous invocations; the SQS event source invokes this "
-                "function synchronously, and failed records return to the queue, whose redrive policy moves them "
-                "to the dead-letter queue.",
-            ),
-            Acknowledgment(
-                id="Serverless::Serverless-LambdaEventSourceMappingDestination",
-                reason="On-failure destinations exist for stream and Kafka event sources, not SQS: for an SQS "
-                "source the queue's redrive policy (max_receive_count) is the failure destination.",
-            ),
-        ]
+        nag.acknowledge(
+            function,
+            "Serverless",
+            "Serverless-LambdaDLQ",
+            "A function DLQ only catches asynchronous invocations; the SQS event source invokes this "
+            "function synchronously, and failed records return to the queue, whose redrive policy moves them "
+            "to the dead-letter queue.",
+        )
+        nag.acknowledge(
+            function,
+            "Serverless",
+            "Serverless-LambdaEventSourceMappingDestination",
+            "On-failure destinations exist for stream and Kafka event sources, not SQS: for an SQS "
+            "source the queue's redrive policy (max_receive_count) is the failure destination.",
+        )
         if not self._props.tracing:
-            acknowledgments.append(
-                Acknowledgment(
-                    id="Serverless::Serverless-LambdaTracing",
-                    reason="The handler does not instrument its DynamoDB and SNS calls, so active tracing would show "
-                    "only the invocation segment; tracing is opt-in (tracing=True) rather than a trace that shows "
-                    "nothing by default.",
-                )
+            nag.acknowledge(
+                function,
+                "Serverless",
+                "Serverless-LambdaTracing",
+                "The handler does not instrument its DynamoDB and SNS calls, so active tracing would show "
+                "only the invocation segment; tracing is opt-in (tracing=True) rather than a trace that shows "
+                "nothing by default.",
             )
-        Validations.of(function).acknowledge(*acknowledgments)
         if isinstance(self.dead_letter_queue, aws_sqs.Queue) and self._props.existing_dead_letter_queue is None:
-            Validations.of(self.dead_letter_queue).acknowledge(
-                Acknowledgment(
-                    id="Serverless::Serverless-SQSRedrivePolicy",
-                    reason="This is the dead-letter queue: messages stay 14 days for an operator to inspect and "
-                    "redrive (the runbook in docs/operations.md); a dead-letter queue of a dead-letter queue would "
-                    "only move the problem.",
-                )
+            nag.acknowledge(
+                self.dead_letter_queue,
+                "Serverless",
+                "Serverless-SQSRedrivePolicy",
+                "This is the dead-letter queue: messages stay 14 days for an operator to inspect and "
+                "redrive (the runbook in docs/operations.md); a dead-letter queue of a dead-letter queue would "
+                "only move the problem.",
             )
 
     def _suppress_checkov_findings(self) -> None:

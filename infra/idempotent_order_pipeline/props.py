@@ -114,6 +114,8 @@ class PipelineProps:
     runbook_url: str | None = None
     alarm_overrides: Mapping[str, monitoring.AlarmOverride] | None = None
     dashboard: bool = True
+    create_alarms: bool = True
+    event_source_metrics: bool = True
     reconcile_every: Duration | None = Duration.minutes(5)
     reconcile_after: Duration | None = None
 
@@ -217,6 +219,8 @@ _ALLOWED_TYPE_TEXT = {
     "tracing": "True or False",
     "ok_actions": "True or False",
     "dashboard": "True or False",
+    "create_alarms": "True or False",
+    "event_source_metrics": "True or False",
     "memory_size": "an int (MB)",
     "identity_fields": "a sequence of field names, e.g. ('order_id',), not a string",
     "function_timeout": "a Duration, e.g. Duration.seconds(30)",

@@ -19,12 +19,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from aws_cdk import (
-    Acknowledgment,
     Duration,
     RemovalPolicy,
     Stack,
     Token,
-    Validations,
     aws_cloudwatch,
     aws_dynamodb,
     aws_ec2,
@@ -38,7 +36,7 @@ from aws_cdk import (
 )
 from constructs import Construct
 
-from idempotent_order_pipeline import asset, monitoring, permissions
+from idempotent_order_pipeline import asset, monitoring, nag, permissions
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.metric_names import (
     OLDEST_PENDING_AGE_SECONDS,
     PENDING_RECONCILED,
@@ -237,35 +235,35 @@ class Reconciliation(Construct):
 
     def _acknowledge_findings(self, role: aws_iam.Role, *, tracing: bool) -> None:
         """cdk-nag findings the design answers (the same rules, with these reasons, are in docs/compliance.md)."""
-        Validations.of(role.node.find_child("DefaultPolicy")).acknowledge(
-            Acknowledgment(
-                id="AwsSolutions::AwsSolutions-IAM5[Resource::*]",
-                reason="X-Ray PutTraceSegments and PutTelemetryRecords (with tracing) and the VPC network interface "
-                "actions (in a VPC) support no resource-level permissions; every other statement names its exact "
-                "resource.",
-            )
+        nag.acknowledge(
+            role.node.find_child("DefaultPolicy"),
+            "AwsSolutions",
+            "AwsSolutions-IAM5",
+            "X-Ray PutTraceSegments and PutTelemetryRecords (with tracing) and the VPC network interface "
+            "actions (in a VPC) support no resource-level permissions; every other statement names its exact "
+            "resource.",
+            applies_to="Resource::*",
         )
         if not tracing:
-            Validations.of(self.function).acknowledge(
-                Acknowledgment(
-                    id="Serverless::Serverless-LambdaTracing",
-                    reason="The reconciler does not instrument its DynamoDB and SNS calls, so active tracing would "
-                    "show only the invocation segment; tracing is opt-in (tracing=True), as for the consumer.",
-                )
+            nag.acknowledge(
+                self.function,
+                "Serverless",
+                "Serverless-LambdaTracing",
+                "The reconciler does not instrument its DynamoDB and SNS calls, so active tracing would "
+                "show only the invocation segment; tracing is opt-in (tracing=True), as for the consumer.",
             )
         nothing_to_keep = (
             "A failed scheduled run has nothing to keep: the next run finds every record still pending in the "
             "index, so retries are off and a DLQ or failure destination would only collect empty schedule events."
         )
-        Validations.of(self.function).acknowledge(
-            Acknowledgment(id="Serverless::Serverless-LambdaDLQ", reason=nothing_to_keep)
+        nag.acknowledge(self.function, "Serverless", "Serverless-LambdaDLQ", nothing_to_keep)
+        nag.acknowledge(
+            self.function.node.find_child("EventInvokeConfig"),
+            "Serverless",
+            "Serverless-LambdaAsyncFailureDestination",
+            nothing_to_keep,
         )
-        Validations.of(self.function.node.find_child("EventInvokeConfig")).acknowledge(
-            Acknowledgment(id="Serverless::Serverless-LambdaAsyncFailureDestination", reason=nothing_to_keep)
-        )
-        Validations.of(self.schedule).acknowledge(
-            Acknowledgment(id="Serverless::Serverless-EventBusDLQ", reason=nothing_to_keep)
-        )
+        nag.acknowledge(self.schedule, "Serverless", "Serverless-EventBusDLQ", nothing_to_keep)
 
     # ---- metrics and dashboard --------------------------------------------------------------------
 

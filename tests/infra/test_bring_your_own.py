@@ -250,7 +250,8 @@ def overridden() -> Synthesized:
         template=template,
         template_json=template.to_json(),
         template_path=None,  # type: ignore[arg-type]  # not written by these tests
-        nag_report={},
+        nag_findings=[],
+        nag_acknowledged=[],
     )
 
 
