@@ -20,8 +20,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-#: SQS allows 10 message attributes per message; four of them mark a parked message.
-MAX_MESSAGE_ATTRIBUTES = 10
 #: The reason: a machine-readable code, a human-readable message, the id of the message that failed.
 REASON_ATTRIBUTES = ("error_code", "error_message", "source_message_id")
 #: The consumer's mark on a message it parked: a JSON envelope (see the module docstring).
