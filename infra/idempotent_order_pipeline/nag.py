@@ -29,7 +29,14 @@ def acknowledge(construct: IConstruct, pack: str, rule: str, reason: str, *, app
     validations = getattr(aws_cdk, "Validations", None)
     if validations is not None and hasattr(validations, "acknowledge"):
         suffix = f"[{applies_to}]" if applies_to else ""
-        validations.of(construct).acknowledge(aws_cdk.Acknowledgment(id=f"{pack}::{rule}{suffix}", reason=reason))
+        try:
+            validations.of(construct).acknowledge(aws_cdk.Acknowledgment(id=f"{pack}::{rule}{suffix}", reason=reason))
+        except RuntimeError as exc:
+            # aws-cdk-lib before 2.27x refuses '::' inside a rule id ("Resource::*"): the rule as a whole,
+            # on this construct only.
+            if not suffix or "InvalidValidationId" not in str(exc):
+                raise
+            validations.of(construct).acknowledge(aws_cdk.Acknowledgment(id=f"{pack}::{rule}", reason=reason))
     entry: dict[str, Any] = {"id": rule, "reason": reason}
     if applies_to:
         entry["applies_to"] = [applies_to]
