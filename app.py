@@ -18,7 +18,6 @@ call. cdk-nag's AwsSolutions and Serverless packs check every stage.
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -27,10 +26,9 @@ from typing import Any
 
 import aws_cdk as cdk
 from aws_cdk import aws_cloudwatch_actions, aws_lambda, aws_sns
-from cdk_nag import AwsSolutionsChecks, ServerlessChecks
 from constructs import Construct
 
-from idempotent_order_pipeline import IdempotentOrderPipeline
+from idempotent_order_pipeline import IdempotentOrderPipeline, nag
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract import names
 
 CDK_JSON = Path(__file__).resolve().parent / "cdk.json"
@@ -156,24 +154,6 @@ def default_context() -> dict[str, Any]:
     return context
 
 
-#: The cdk-nag lines this app (and the construct's acknowledgements) work with: 2.x from 2.38, and 3.x.
-CDK_NAG_MAJOR = int(importlib.metadata.version("cdk-nag").split(".", 1)[0])
-
-
-def add_cdk_nag(app: cdk.App) -> None:
-    """cdk-nag's AwsSolutions and Serverless packs on every stack of ``app``, as the installed line runs them.
-
-    cdk-nag 3.x is a validation plugin (a finding fails the synth with a report); 2.x is an Aspect
-    (a finding is an error annotation, which fails ``cdk synth``).
-    """
-    if CDK_NAG_MAJOR >= 3:
-        cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app), ServerlessChecks(app))
-    else:
-        # Typed against the installed 3.x, whose packs are plugins; 2.x's are Aspects.
-        cdk.Aspects.of(app).add(AwsSolutionsChecks())  # type: ignore[arg-type]
-        cdk.Aspects.of(app).add(ServerlessChecks())  # type: ignore[arg-type]
-
-
 def build_app(context: Mapping[str, Any] | None = None, outdir: str | None = None) -> cdk.App:
     """The app with its stages; ``context`` overrides ``cdk.json`` (the CLI's context overrides both)."""
     app = cdk.App(context={**default_context(), **(context or {})}, outdir=outdir)
@@ -190,7 +170,7 @@ def build_app(context: Mapping[str, Any] | None = None, outdir: str | None = Non
         settings = EnvironmentSettings.from_context(name, entry)
         stage = cdk.Stage(app, name, env=settings.environment)
         OrderPipelineStack(stage, STACK_ID, settings=settings, powertools_layer_arn=powertools_layer_arn)
-    add_cdk_nag(app)
+    nag.add_checks(app)  # cdk-nag 3.x or 2.x, as installed
     return app
 
 

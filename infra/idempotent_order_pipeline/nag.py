@@ -10,6 +10,7 @@ and this construct imports nothing from cdk-nag. Every reason is listed in ``doc
 
 from __future__ import annotations
 
+import importlib.metadata
 from typing import Any
 
 import aws_cdk
@@ -32,8 +33,8 @@ def acknowledge(construct: IConstruct, pack: str, rule: str, reason: str, *, app
         try:
             validations.of(construct).acknowledge(aws_cdk.Acknowledgment(id=f"{pack}::{rule}{suffix}", reason=reason))
         except RuntimeError as exc:
-            # aws-cdk-lib before 2.27x refuses '::' inside a rule id ("Resource::*"): the rule as a whole,
-            # on this construct only.
+            # Some aws-cdk-lib releases (2.262.0) refuse '::' inside a rule id ("Resource::*"): the rule
+            # as a whole, on this construct only.
             if not suffix or "InvalidValidationId" not in str(exc):
                 raise
             validations.of(construct).acknowledge(aws_cdk.Acknowledgment(id=f"{pack}::{rule}", reason=reason))
@@ -47,3 +48,25 @@ def acknowledge(construct: IConstruct, pack: str, rule: str, reason: str, *, app
     for resource in resources:
         existing = resource.get_metadata(NAG_METADATA_KEY) or {}
         resource.add_metadata(NAG_METADATA_KEY, {**existing, NAG_RULES_KEY: [*existing.get(NAG_RULES_KEY, []), entry]})
+
+
+def cdk_nag_major() -> int:
+    """The installed cdk-nag's major version (2 or 3)."""
+    return int(importlib.metadata.version("cdk-nag").split(".", 1)[0])
+
+
+def add_checks(app: aws_cdk.App) -> None:
+    """cdk-nag's AwsSolutions and Serverless packs on every stack of ``app``, as the installed line runs them.
+
+    cdk-nag 3.x is a validation plugin (a finding fails the synth with a report); 2.x is an Aspect
+    (a finding is an error annotation, which fails ``cdk synth``). cdk-nag is a dependency of the
+    app that calls this, not of the construct.
+    """
+    from cdk_nag import AwsSolutionsChecks, ServerlessChecks  # imported here: the app's dependency, not ours
+
+    if cdk_nag_major() >= 3:
+        aws_cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app), ServerlessChecks(app))
+    else:
+        # Typed against the installed 3.x, whose packs are plugins; 2.x's are Aspects.
+        aws_cdk.Aspects.of(app).add(AwsSolutionsChecks())  # type: ignore[arg-type]
+        aws_cdk.Aspects.of(app).add(ServerlessChecks())  # type: ignore[arg-type]

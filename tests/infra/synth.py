@@ -21,7 +21,7 @@ from aws_cdk import aws_cloudwatch_actions, aws_iam, aws_kms, aws_sns
 from aws_cdk.assertions import Template
 
 import app as cdk_app
-from idempotent_order_pipeline import IdempotentOrderPipeline
+from idempotent_order_pipeline import IdempotentOrderPipeline, nag
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -69,7 +69,7 @@ _NAG_RULE = re.compile(r"((?:AwsSolutions|Serverless)-\w+(?:\[[^\]]*\])?):")
 
 def _nag_results(app: cdk.App, stack: cdk.Stack, outdir: Path) -> dict[str, Any]:
     """cdk-nag's findings and acknowledgements, from the validation report (3.x) or the annotations (2.x)."""
-    if cdk_app.CDK_NAG_MAJOR >= 3:
+    if nag.cdk_nag_major() >= 3:
         report = json.loads((outdir / "validation-report.json").read_text())
         plugins = report["pluginReports"]
         return {
@@ -82,7 +82,7 @@ def _nag_results(app: cdk.App, stack: cdk.Stack, outdir: Path) -> dict[str, Any]
     findings = [
         match.group(1)
         for message in messages
-        if message.level.value in ("error", "warning") and (match := _NAG_RULE.search(str(message.entry.data)))
+        if message.level.value.lower() in ("error", "warning") and (match := _NAG_RULE.search(str(message.entry.data)))
     ]
     template = json.loads((Path(cdk.Stage.of(stack).outdir) / stack.template_file).read_text())  # type: ignore[union-attr]
     acknowledged = [
@@ -101,7 +101,7 @@ def synth_pipeline(
     stack = cdk.Stack(app, "TestStack")
     extra = configure(stack) if configure else {}
     pipeline = IdempotentOrderPipeline(stack, "Pipeline", **props, **extra)
-    cdk_app.add_cdk_nag(app)
+    nag.add_checks(app)
     return _synthesize(app, stack, pipeline, outdir)
 
 
