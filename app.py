@@ -25,11 +25,10 @@ from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
-from aws_cdk import aws_lambda, aws_sns
-from cdk_nag import AwsSolutionsChecks, ServerlessChecks
+from aws_cdk import aws_cloudwatch_actions, aws_lambda, aws_sns
 from constructs import Construct
 
-from idempotent_order_pipeline import IdempotentOrderPipeline
+from idempotent_order_pipeline import IdempotentOrderPipeline, nag
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract import names
 
 CDK_JSON = Path(__file__).resolve().parent / "cdk.json"
@@ -118,10 +117,14 @@ class OrderPipelineStack(cdk.Stack):
             if powertools_layer_arn
             else None
         )
-        alarm_action = (
-            aws_sns.Topic.from_topic_arn(self, "AlarmTopic", settings.alarm_topic_arn)
+        alarm_actions = (
+            [
+                aws_cloudwatch_actions.SnsAction(
+                    aws_sns.Topic.from_topic_arn(self, "AlarmTopic", settings.alarm_topic_arn)
+                )
+            ]
             if settings.alarm_topic_arn
-            else None
+            else []
         )
         self.pipeline = IdempotentOrderPipeline(
             self,
@@ -130,7 +133,7 @@ class OrderPipelineStack(cdk.Stack):
             oldest_message_age_threshold=settings.oldest_message_age_threshold,
             alarm_evaluation_periods=settings.alarm_evaluation_periods,
             powertools_layer=powertools_layer,
-            alarm_action=alarm_action,
+            alarm_actions=alarm_actions,
         )
         pipeline = self.pipeline
         # Output keys are a contract (sandbox, CLI): never rename them. No exports: nothing imports them.
@@ -167,7 +170,7 @@ def build_app(context: Mapping[str, Any] | None = None, outdir: str | None = Non
         settings = EnvironmentSettings.from_context(name, entry)
         stage = cdk.Stage(app, name, env=settings.environment)
         OrderPipelineStack(stage, STACK_ID, settings=settings, powertools_layer_arn=powertools_layer_arn)
-    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app), ServerlessChecks(app))
+    nag.add_checks(app)  # cdk-nag 3.x or 2.x, as installed
     return app
 
 

@@ -56,50 +56,29 @@ OURS_VARIABLES = (
 FALLBACK_MEMORY_MB = 256
 
 
-def _int_constants(tree: ast.Module) -> dict[str, int]:
-    """Module-level ``NAME = <int>`` (or annotated) assignments."""
-    constants: dict[str, int] = {}
-    for node in tree.body:
-        target, value = None, None
-        if isinstance(node, ast.Assign) and len(node.targets) == 1:
-            target, value = node.targets[0], node.value
-        elif isinstance(node, ast.AnnAssign):
-            target, value = node.target, node.value
-        if isinstance(target, ast.Name) and isinstance(value, ast.Constant) and type(value.value) is int:
-            constants[target.id] = value.value
-    return constants
-
-
 def construct_memory_mb() -> tuple[int, str]:
     """The construct's default Lambda memory, read from its source without importing the CDK.
 
-    The default of ``IdempotentOrderPipeline(memory_size=...)`` in ``construct.py``: a literal, or a
-    module constant of ``construct.py`` or ``props.py`` (such as ``DEFAULT_MEMORY_MB``).
+    The default of the ``memory_size`` field of ``PipelineProps`` in ``props.py``, the one home of
+    the props' defaults (the constructor's keywords default to it).
     """
-    package = REPO_ROOT / "infra" / "idempotent_order_pipeline"
-    trees: dict[str, ast.Module] = {}
-    for name in ("construct.py", "props.py"):
-        try:
-            trees[name] = ast.parse((package / name).read_text(encoding="utf-8"))
-        except OSError:
-            continue
-    constants = {k: v for tree in trees.values() for k, v in _int_constants(tree).items()}
-    construct = trees.get("construct.py")
-    if construct is None:
-        return FALLBACK_MEMORY_MB, f"assumed {FALLBACK_MEMORY_MB} MB (construct.py not found)"
-    for node in ast.walk(construct):
-        if isinstance(node, ast.FunctionDef) and node.name == "__init__":
-            arguments = node.args
-            for argument, default in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True):
-                if argument.arg != "memory_size" or default is None:
-                    continue
-                if isinstance(default, ast.Constant) and type(default.value) is int:
-                    return default.value, "IdempotentOrderPipeline(memory_size=...) default"
-                if isinstance(default, ast.Name) and default.id in constants:
-                    return constants[default.id], f"IdempotentOrderPipeline(memory_size={default.id}) default"
-                if isinstance(default, ast.Attribute) and default.attr in constants:
-                    return constants[default.attr], f"IdempotentOrderPipeline(memory_size={default.attr}) default"
-    return FALLBACK_MEMORY_MB, f"assumed {FALLBACK_MEMORY_MB} MB (no memory_size default found in construct.py)"
+    path = REPO_ROOT / "infra" / "idempotent_order_pipeline" / "props.py"
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except OSError:
+        return FALLBACK_MEMORY_MB, f"assumed {FALLBACK_MEMORY_MB} MB (props.py not found)"
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.name == "PipelineProps":
+            for statement in node.body:
+                if (
+                    isinstance(statement, ast.AnnAssign)
+                    and isinstance(statement.target, ast.Name)
+                    and statement.target.id == "memory_size"
+                    and isinstance(statement.value, ast.Constant)
+                    and type(statement.value.value) is int
+                ):
+                    return statement.value.value, "IdempotentOrderPipeline(memory_size=...) default"
+    return FALLBACK_MEMORY_MB, f"assumed {FALLBACK_MEMORY_MB} MB (no memory_size default in PipelineProps)"
 
 
 class ByteCounter(io.TextIOBase):

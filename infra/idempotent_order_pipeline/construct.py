@@ -3,21 +3,21 @@
 from __future__ import annotations
 
 import re
+import warnings
 import weakref
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypedDict
 
 import jsii
 from aws_cdk import (
-    Acknowledgment,
     Annotations,
     CfnResource,
     Duration,
     RemovalPolicy,
     Stack,
     Token,
-    Validations,
     aws_cloudwatch,
     aws_cloudwatch_actions,
     aws_dynamodb,
@@ -36,6 +36,7 @@ from idempotent_order_pipeline import (
     asset,
     compliance,
     monitoring,
+    nag,
     permissions,
     powertools,
     reconciliation,
@@ -46,9 +47,14 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.contract import name
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.metric_names import OUTCOME_METRICS
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_index import PENDING_INDEX_NAME
 from idempotent_order_pipeline.discovery import mark as mark_for_discovery
-from idempotent_order_pipeline.keys import DEFAULT_IDENTITY_FIELDS
-from idempotent_order_pipeline.props import Findings, PipelineProps, derived_reconcile_after, validate
-from idempotent_order_pipeline.reconciliation import DEFAULT_RECONCILE_EVERY
+from idempotent_order_pipeline.props import (
+    DEFAULTS,
+    Findings,
+    PipelineProps,
+    derived_reconcile_after,
+    validate,
+    well_typed,
+)
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -58,11 +64,6 @@ WARNING_PREFIX = "idempotent-order-pipeline"
 # SNS SSE without a customer key: the AWS managed key for SNS (its key policy lets principals of
 # the account use it through SNS, so nothing to grant).
 AWS_MANAGED_SNS_KEY = "alias/aws/sns"
-# Duration defaults (immutable values; the class docstring states them as behaviour).
-DEFAULT_FUNCTION_TIMEOUT = Duration.seconds(30)
-DEFAULT_RETENTION_PERIOD = Duration.days(4)
-DEFAULT_RECORD_RETENTION = Duration.days(30)
-DEFAULT_OLDEST_MESSAGE_AGE_THRESHOLD = Duration.minutes(15)
 #: The only subscription protocol an SNS FIFO topic delivers to (SQS FIFO or standard queues; SNS
 #: developer guide, "Message delivery for FIFO topics": Lambda, HTTP(S), email, SMS are refused).
 FIFO_TOPIC_PROTOCOLS = ("sqs",)
@@ -129,6 +130,17 @@ class _FifoSubscriptionsOnly:
         ]
 
 
+def _deprecated_alarm_action(topic: aws_sns.ITopic) -> aws_cloudwatch.IAlarmAction:
+    """``alarm_action=topic`` (deprecated since 0.3.0) as the action it stands for, with a warning."""
+    warnings.warn(
+        "IdempotentOrderPipeline(alarm_action=topic) is deprecated and will be removed in 1.0: use "
+        "alarm_actions=[aws_cloudwatch_actions.SnsAction(topic)]",
+        DeprecationWarning,
+        stacklevel=4,  # the caller's line: above this helper, __init__ and jsii's metaclass __call__
+    )
+    return aws_cloudwatch_actions.SnsAction(topic)
+
+
 class IdempotentOrderPipeline(Construct):
     """An SQS queue of orders, consumed by a Lambda function that records each order exactly once
     in DynamoDB and announces it at least once on an SNS topic.
@@ -174,7 +186,7 @@ class IdempotentOrderPipeline(Construct):
         Default: 30 days.
     :param identity_fields: the body fields whose values make the idempotency key when a message
         has neither ``event_id`` nor an ``idempotency_key`` attribute (``IDENTITY_FIELDS``).
-        Default: ``order_consumer.contract.keys.DEFAULT_IDENTITY_FIELDS``, i.e. ('order_id',).
+        Default: ('order_id',) (``order_consumer.contract.keys.DEFAULT_IDENTITY_FIELDS``).
     :param service_name: ``POWERTOOLS_SERVICE_NAME``, the logs' service and the outcome metrics'
         ``service`` dimension, which the alarms filter on; two pipelines of one app in the same
         account and region may not share it (synth error). Default: None (the stack name and this
@@ -192,17 +204,15 @@ class IdempotentOrderPipeline(Construct):
         stack ends up with, including ``RemovalPolicies.of(...)`` applied later: on unless deleted.
         Default: RemovalPolicy.RETAIN.
     :param log_retention: how long the function's log group keeps logs.
-        Default: aws_logs.RetentionDays.ONE_MONTH.
+        Default: RetentionDays.ONE_MONTH.
     :param powertools_layer: the layer providing Powertools for AWS Lambda (Python). Default: None
         (the official public layer of the pinned version, arm64, Python 3.14, its ARN read at
         deploy from Powertools' public SSM parameter through the stack parameter
         ``PowertoolsLayerArn``; an error in a region of aws-cn or aws-us-gov, which have no such
         parameter; see ``idempotent_order_pipeline.powertools``).
-    :param alarm_action: an SNS topic every alarm notifies, as an ``SnsAction`` added to
-        ``alarm_actions``. Default: None.
     :param alarm_actions: actions (``aws_cloudwatch_actions.SnsAction``, ``LambdaAction``, any
         ``IAlarmAction``) every alarm runs when it fires and, with ``ok_actions``, when it clears.
-        Default: () (with no ``alarm_action`` either: alarms without actions).
+        Default: () (alarms without actions).
     :param ok_actions: run the same actions on OK, so a pager incident resolves itself.
         Default: True.
     :param alarm_name_prefix: every alarm is named ``<prefix>-<key>`` (the key in ``alarms``);
@@ -217,6 +227,13 @@ class IdempotentOrderPipeline(Construct):
         (every alarm, with its own threshold).
     :param dashboard: create the CloudWatch dashboard (3 USD a month beyond an account's 3 free
         ones). Default: True.
+    :param create_alarms: create the CloudWatch alarms. False: create none, and monitor the
+        pipeline with your own tool from ``alarm_definitions`` (each alarm's metric, threshold,
+        periods and description; docs/operations.md shows cdk-monitoring-constructs'
+        ``MonitoringFacade``). Default: True.
+    :param event_source_metrics: the event source mapping's ``EventCount`` metrics (polled,
+        filtered out, invoked, failed, deleted; billed as custom metrics), on the dashboard and
+        behind the ``messages_polled_not_deleted`` alarm. Default: True.
     :param oldest_message_age_threshold: the queue age above which the backlog alarm fires, less
         than ``retention_period``. Default: 15 minutes.
     :param alarm_evaluation_periods: consecutive breaching minutes before a sustained alarm (age,
@@ -276,6 +293,9 @@ class IdempotentOrderPipeline(Construct):
         redelivery of the message can still come, so the reconciler never races one by design.
         The ``pending_too_old`` alarm fires above this plus two runs. Default: None (15 minutes, or
         ``visibility_timeout`` x ``max_receive_count`` when that is longer).
+    :param alarm_action: deprecated, use ``alarm_actions=[aws_cloudwatch_actions.SnsAction(topic)]``
+        (a ``DeprecationWarning`` says so); the topic's ``SnsAction`` is added to ``alarm_actions``.
+        Default: None.
     """
 
     def __init__(
@@ -283,102 +303,60 @@ class IdempotentOrderPipeline(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        fifo: bool = False,
-        batch_size: int = 10,
-        max_batching_window: Duration | None = None,
-        max_concurrency: int | None = None,
-        max_receive_count: int = 5,
-        function_timeout: Duration = DEFAULT_FUNCTION_TIMEOUT,
-        memory_size: int = 1769,
-        visibility_timeout: Duration | None = None,
-        retention_period: Duration = DEFAULT_RETENTION_PERIOD,
-        record_retention: Duration = DEFAULT_RECORD_RETENTION,
-        identity_fields: Sequence[str] = DEFAULT_IDENTITY_FIELDS,
-        service_name: str | None = None,
-        metrics_namespace: str = "IdempotentOrderPipeline",
-        encryption_key: aws_kms.IKey | None = None,
-        removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
-        log_retention: aws_logs.RetentionDays = aws_logs.RetentionDays.ONE_MONTH,
-        powertools_layer: aws_lambda.ILayerVersion | None = None,
+        fifo: bool = DEFAULTS.fifo,
+        batch_size: int = DEFAULTS.batch_size,
+        max_batching_window: Duration | None = DEFAULTS.max_batching_window,
+        max_concurrency: int | None = DEFAULTS.max_concurrency,
+        max_receive_count: int = DEFAULTS.max_receive_count,
+        function_timeout: Duration = DEFAULTS.function_timeout,
+        memory_size: int = DEFAULTS.memory_size,
+        visibility_timeout: Duration | None = DEFAULTS.visibility_timeout,
+        retention_period: Duration = DEFAULTS.retention_period,
+        record_retention: Duration = DEFAULTS.record_retention,
+        identity_fields: Sequence[str] = DEFAULTS.identity_fields,
+        service_name: str | None = DEFAULTS.service_name,
+        metrics_namespace: str = DEFAULTS.metrics_namespace,
+        encryption_key: aws_kms.IKey | None = DEFAULTS.encryption_key,
+        removal_policy: RemovalPolicy = DEFAULTS.removal_policy,
+        log_retention: aws_logs.RetentionDays = DEFAULTS.log_retention,
+        powertools_layer: aws_lambda.ILayerVersion | None = DEFAULTS.powertools_layer,
+        oldest_message_age_threshold: Duration = DEFAULTS.oldest_message_age_threshold,
+        alarm_evaluation_periods: int = DEFAULTS.alarm_evaluation_periods,
+        existing_queue: aws_sqs.IQueue | None = DEFAULTS.existing_queue,
+        existing_dead_letter_queue: aws_sqs.IQueue | None = DEFAULTS.existing_dead_letter_queue,
+        existing_topic: aws_sns.ITopic | None = DEFAULTS.existing_topic,
+        existing_processed_events_table: aws_dynamodb.ITable | None = DEFAULTS.existing_processed_events_table,
+        existing_order_records_table: aws_dynamodb.ITable | None = DEFAULTS.existing_order_records_table,
+        queue_props: Mapping[str, Any] | aws_sqs.QueueProps | None = DEFAULTS.queue_props,
+        dead_letter_queue_props: Mapping[str, Any] | aws_sqs.QueueProps | None = DEFAULTS.dead_letter_queue_props,
+        table_props: Mapping[str, Any] | None = DEFAULTS.table_props,
+        topic_props: Mapping[str, Any] | aws_sns.TopicProps | None = DEFAULTS.topic_props,
+        function_props: Mapping[str, Any] | aws_lambda.FunctionOptions | None = DEFAULTS.function_props,
+        vpc: aws_ec2.IVpc | None = DEFAULTS.vpc,
+        vpc_subnets: aws_ec2.SubnetSelection | None = DEFAULTS.vpc_subnets,
+        security_groups: Sequence[aws_ec2.ISecurityGroup] | None = DEFAULTS.security_groups,
+        create_vpc_endpoints: bool = DEFAULTS.create_vpc_endpoints,
+        reserved_concurrency: int | None = DEFAULTS.reserved_concurrency,
+        fifo_high_throughput: bool = DEFAULTS.fifo_high_throughput,
+        provisioned_pollers: aws_lambda.ProvisionedPollerConfig | None = DEFAULTS.provisioned_pollers,
+        tracing: bool = DEFAULTS.tracing,
+        alarm_actions: Sequence[aws_cloudwatch.IAlarmAction] = DEFAULTS.alarm_actions,
+        ok_actions: bool = DEFAULTS.ok_actions,
+        alarm_name_prefix: str | None = DEFAULTS.alarm_name_prefix,
+        runbook_url: str | None = DEFAULTS.runbook_url,
+        alarm_overrides: Mapping[str, monitoring.AlarmOverride] | None = DEFAULTS.alarm_overrides,
+        dashboard: bool = DEFAULTS.dashboard,
+        create_alarms: bool = DEFAULTS.create_alarms,
+        event_source_metrics: bool = DEFAULTS.event_source_metrics,
+        reconcile_every: Duration | None = DEFAULTS.reconcile_every,
+        reconcile_after: Duration | None = DEFAULTS.reconcile_after,
         alarm_action: aws_sns.ITopic | None = None,
-        oldest_message_age_threshold: Duration = DEFAULT_OLDEST_MESSAGE_AGE_THRESHOLD,
-        alarm_evaluation_periods: int = 3,
-        existing_queue: aws_sqs.IQueue | None = None,
-        existing_dead_letter_queue: aws_sqs.IQueue | None = None,
-        existing_topic: aws_sns.ITopic | None = None,
-        existing_processed_events_table: aws_dynamodb.ITable | None = None,
-        existing_order_records_table: aws_dynamodb.ITable | None = None,
-        queue_props: Mapping[str, Any] | aws_sqs.QueueProps | None = None,
-        dead_letter_queue_props: Mapping[str, Any] | aws_sqs.QueueProps | None = None,
-        table_props: Mapping[str, Any] | None = None,
-        topic_props: Mapping[str, Any] | aws_sns.TopicProps | None = None,
-        function_props: Mapping[str, Any] | aws_lambda.FunctionOptions | None = None,
-        vpc: aws_ec2.IVpc | None = None,
-        vpc_subnets: aws_ec2.SubnetSelection | None = None,
-        security_groups: Sequence[aws_ec2.ISecurityGroup] | None = None,
-        create_vpc_endpoints: bool = False,
-        reserved_concurrency: int | None = None,
-        fifo_high_throughput: bool = False,
-        provisioned_pollers: aws_lambda.ProvisionedPollerConfig | None = None,
-        tracing: bool = False,
-        alarm_actions: Sequence[aws_cloudwatch.IAlarmAction] = (),
-        ok_actions: bool = True,
-        alarm_name_prefix: str | None = None,
-        runbook_url: str | None = None,
-        alarm_overrides: Mapping[str, monitoring.AlarmOverride] | None = None,
-        dashboard: bool = True,
-        reconcile_every: Duration | None = DEFAULT_RECONCILE_EVERY,
-        reconcile_after: Duration | None = None,
     ) -> None:
+        # Only the parameters are bound yet: locals() holds the props exactly as given.
+        props = PipelineProps.from_arguments(locals())
         super().__init__(scope, construct_id)
-        props = PipelineProps(
-            fifo=fifo,
-            batch_size=batch_size,
-            max_batching_window=max_batching_window,
-            max_concurrency=max_concurrency,
-            max_receive_count=max_receive_count,
-            function_timeout=function_timeout,
-            memory_size=memory_size,
-            visibility_timeout=visibility_timeout,
-            retention_period=retention_period,
-            record_retention=record_retention,
-            identity_fields=identity_fields,
-            service_name=service_name,
-            metrics_namespace=metrics_namespace,
-            encryption_key=encryption_key,
-            removal_policy=removal_policy,
-            log_retention=log_retention,
-            powertools_layer=powertools_layer,
-            alarm_action=alarm_action,
-            oldest_message_age_threshold=oldest_message_age_threshold,
-            alarm_evaluation_periods=alarm_evaluation_periods,
-            existing_queue=existing_queue,
-            existing_dead_letter_queue=existing_dead_letter_queue,
-            existing_topic=existing_topic,
-            existing_processed_events_table=existing_processed_events_table,
-            existing_order_records_table=existing_order_records_table,
-            queue_props=queue_props,  # type: ignore[arg-type]  # a struct is accepted too (resources.as_kwargs)
-            dead_letter_queue_props=dead_letter_queue_props,  # type: ignore[arg-type]
-            table_props=table_props,
-            topic_props=topic_props,  # type: ignore[arg-type]
-            function_props=function_props,  # type: ignore[arg-type]
-            vpc=vpc,
-            vpc_subnets=vpc_subnets,
-            security_groups=tuple(security_groups) if security_groups is not None else None,
-            create_vpc_endpoints=create_vpc_endpoints,
-            reserved_concurrency=reserved_concurrency,
-            fifo_high_throughput=fifo_high_throughput,
-            provisioned_pollers=provisioned_pollers,
-            tracing=tracing,
-            alarm_actions=tuple(alarm_actions),
-            ok_actions=ok_actions,
-            alarm_name_prefix=alarm_name_prefix,
-            runbook_url=runbook_url,
-            alarm_overrides=dict(alarm_overrides or {}),
-            dashboard=dashboard,
-            reconcile_every=reconcile_every,
-            reconcile_after=reconcile_after,
-        )
+        if alarm_action is not None:
+            props = replace(props, alarm_actions=(*props.alarm_actions, _deprecated_alarm_action(alarm_action)))
         self._props = props
         self._service_name = service_name or self._default_service_name()
         self._validate(props)
@@ -387,23 +365,8 @@ class IdempotentOrderPipeline(Construct):
         """Messages that failed ``max_receive_count`` times, and permanent failures parked by the handler."""
         self.queue: aws_sqs.IQueue = self._queue()
         """The orders queue producers send to (see :meth:`grant_send_orders`)."""
-        self.processed_events_table: aws_dynamodb.ITable = self._table(
-            resources.PROCESSED_EVENTS, props.existing_processed_events_table
-        )
+        self.processed_events_table: aws_dynamodb.ITable = self._processed_events_table()
         """One idempotency record per event (``event_id``), expiring ``record_retention`` after it was sent."""
-        if (
-            isinstance(self.processed_events_table, aws_dynamodb.Table)
-            and props.existing_processed_events_table is None
-        ):
-            reconciliation.add_pending_index(self.processed_events_table)
-        else:
-            Annotations.of(self).add_warning_v2(
-                f"{WARNING_PREFIX}:existing-processed-events-table-index",
-                "existing_processed_events_table must have the global secondary index "
-                f"{PENDING_INDEX_NAME!r} (partition key pending_shard S, sort key created_at N, "
-                "KEYS_ONLY; reconciliation.add_pending_index makes it): the reconciler and the CLI's pending "
-                "command query it. Acknowledge this warning once the table has it.",
-            )
         self.order_records_table: aws_dynamodb.ITable = self._table(
             resources.ORDER_RECORDS, props.existing_order_records_table
         )
@@ -416,30 +379,22 @@ class IdempotentOrderPipeline(Construct):
         """With ``create_vpc_endpoints``: ``dynamodb`` (gateway), ``sns`` and ``sqs`` (interface); else empty."""
         self.node.add_validation(_FifoSubscriptionsOnly(self, self.topic))
 
-        resources_watched = monitoring.MonitoredResources(
-            queue=self.queue,
-            dead_letter_queue=self.dead_letter_queue,
-            function=self.function,
-            topic=self.topic,
-            processed_events_table=self.processed_events_table,
-            order_records_table=self.order_records_table,
-            outcome_metrics={name: self._outcome_metric(name) for name in OUTCOME_METRICS},
-        )
+        watched = self._monitored_resources()
         self.alarm_factory = monitoring.AlarmFactory(self, self._alarm_settings())
         """Makes every alarm alike (name prefix, runbook, actions, overrides); sub-constructs add theirs here."""
         monitoring.create_alarms(
-            self.alarm_factory, resources_watched, oldest_message_age_threshold=oldest_message_age_threshold
+            self.alarm_factory, watched, oldest_message_age_threshold=props.oldest_message_age_threshold
         )
         self.reconciliation: reconciliation.Reconciliation | None = self._create_reconciliation()
         """The scheduled reconciler (function, rule, ``pending_too_old`` alarm); None with ``reconcile_every=None``."""
         self.alarms: Mapping[str, aws_cloudwatch.Alarm] = MappingProxyType(self.alarm_factory.alarms)
         """Every alarm, by key (``dead_letter_queue_not_empty``, ``conflicts``, ...), less those turned off."""
-        self.dashboard: aws_cloudwatch.Dashboard | None = (
-            monitoring.create_dashboard(self, resources_watched, self.alarms) if dashboard else None
+        self.alarm_definitions: Mapping[str, monitoring.AlarmDefinition] = MappingProxyType(
+            self.alarm_factory.definitions
         )
+        """Every alarm's metric, threshold, periods and description by key, created or not (``create_alarms``)."""
+        self.dashboard: aws_cloudwatch.Dashboard | None = self._create_dashboard(watched)
         """Queue, function, handler outcomes and tables on one CloudWatch dashboard (None with ``dashboard=False``)."""
-        if self.reconciliation is not None and self.dashboard is not None:
-            self.reconciliation.add_to_dashboard(self.dashboard)
         self._suppress_checkov_findings()
         self._follow_removal_policy()
         mark_for_discovery(self)  # resource metadata the operator CLI finds this pipeline by
@@ -448,7 +403,9 @@ class IdempotentOrderPipeline(Construct):
 
     def _validate(self, props: PipelineProps) -> None:
         """Every prop, every override after the merge and every existing resource: one error lists all."""
-        findings = validate(props)
+        findings = Findings()
+        props = well_typed(props, findings)
+        validate(props, findings)
         resources.check_resources(props, findings)
         if props.powertools_layer is None and (layer_problem := powertools.default_layer_problem(self)):
             findings.errors.append(layer_problem)
@@ -475,16 +432,14 @@ class IdempotentOrderPipeline(Construct):
 
     def _alarm_settings(self) -> monitoring.AlarmSettings:
         props = self._props
-        actions = list(props.alarm_actions)
-        if props.alarm_action is not None:
-            actions.append(aws_cloudwatch_actions.SnsAction(props.alarm_action))
         return monitoring.AlarmSettings(
             name_prefix=props.alarm_name_prefix or self._service_name,
-            actions=tuple(actions),
+            actions=tuple(props.alarm_actions),
             ok_actions=props.ok_actions,
             runbook_url=props.runbook_url,
             evaluation_periods=props.alarm_evaluation_periods,
-            overrides=props.alarm_overrides,
+            overrides=props.alarm_override_map,
+            create=props.create_alarms,
         )
 
     def _default_service_name(self) -> str:
@@ -492,6 +447,29 @@ class IdempotentOrderPipeline(Construct):
         stack = Stack.of(self)
         inside_stack = self.node.path.removeprefix(f"{stack.node.path}/")
         return "-".join([stack.stack_name, *inside_stack.split("/")])
+
+    def _monitored_resources(self) -> monitoring.MonitoredResources:
+        return monitoring.MonitoredResources(
+            queue=self.queue,
+            dead_letter_queue=self.dead_letter_queue,
+            function=self.function,
+            topic=self.topic,
+            processed_events_table=self.processed_events_table,
+            order_records_table=self.order_records_table,
+            outcome_metrics={name: self._outcome_metric(name) for name in OUTCOME_METRICS},
+            event_source_metrics={
+                name: monitoring.event_source_metric(self._event_source.event_source_mapping_id, name)
+                for name in (monitoring.EVENT_SOURCE_METRICS if self._props.event_source_metrics else ())
+            },
+        )
+
+    def _create_dashboard(self, watched: monitoring.MonitoredResources) -> aws_cloudwatch.Dashboard | None:
+        if not self._props.dashboard:
+            return None
+        dashboard = monitoring.create_dashboard(self, watched, self.alarms)
+        if self.reconciliation is not None:
+            self.reconciliation.add_to_dashboard(dashboard)
+        return dashboard
 
     # ---- resources (one helper each: existing_x, or created from the defaults merged with x_props) ----
 
@@ -520,6 +498,22 @@ class IdempotentOrderPipeline(Construct):
         cfn_table = table.node.default_child
         assert isinstance(cfn_table, aws_dynamodb.CfnTable)
         removal.protect_while_kept(cfn_table)
+        return table
+
+    def _processed_events_table(self) -> aws_dynamodb.ITable:
+        """The idempotency table, with the reconciler's pending index when the construct creates it."""
+        existing = self._props.existing_processed_events_table
+        table = self._table(resources.PROCESSED_EVENTS, existing)
+        if isinstance(table, aws_dynamodb.Table) and existing is None:
+            reconciliation.add_pending_index(table)
+        else:
+            Annotations.of(self).add_warning_v2(
+                f"{WARNING_PREFIX}:existing-processed-events-table-index",
+                "existing_processed_events_table must have the global secondary index "
+                f"{PENDING_INDEX_NAME!r} (partition key pending_shard S, sort key created_at N, "
+                "KEYS_ONLY; reconciliation.add_pending_index makes it): the reconciler and the CLI's pending "
+                "command query it. Acknowledge this warning once the table has it.",
+            )
         return table
 
     def _topic(self) -> aws_sns.ITopic:
@@ -607,16 +601,20 @@ class IdempotentOrderPipeline(Construct):
         function = aws_lambda.Function(
             self, "Function", **resources.merged(defaults, resources.function_overrides(props), {})
         )
-        function.add_event_source(
-            aws_lambda_event_sources.SqsEventSource(
-                self._queue_without_key(),
-                batch_size=props.batch_size,
-                max_batching_window=props.max_batching_window,
-                max_concurrency=props.max_concurrency,
-                provisioned_poller_config=props.provisioned_pollers,
-                report_batch_item_failures=True,
-            )
+        self._event_source = aws_lambda_event_sources.SqsEventSource(
+            self._queue_without_key(),
+            batch_size=props.batch_size,
+            max_batching_window=props.max_batching_window,
+            max_concurrency=props.max_concurrency,
+            provisioned_poller_config=props.provisioned_pollers,
+            report_batch_item_failures=True,
+            metrics_config=(
+                aws_lambda.MetricsConfig(metrics=[aws_lambda.MetricType.EVENT_COUNT])
+                if props.event_source_metrics
+                else None
+            ),
         )
+        function.add_event_source(self._event_source)
         self._acknowledge_findings(function, role)
         return function
 
@@ -725,48 +723,54 @@ class IdempotentOrderPipeline(Construct):
     def _acknowledge_findings(self, function: aws_lambda.Function, role: aws_iam.Role) -> None:
         """cdk-nag findings this construct's design answers (each reason is in docs/compliance.md too)."""
         default_policy = role.node.find_child("DefaultPolicy")
-        Validations.of(default_policy).acknowledge(
-            Acknowledgment(
-                id="AwsSolutions::AwsSolutions-IAM5[Resource::*]",
-                reason="Only actions without resource-level permissions use Resource '*': X-Ray PutTraceSegments and "
-                "PutTelemetryRecords (with tracing=True) and the EC2 Describe calls of a function in a "
-                "VPC; every other statement names its exact resource.",
-            ),
-            Acknowledgment(
-                id=permissions.VPC_NETWORK_INTERFACE_FINDING, reason=permissions.VPC_NETWORK_INTERFACE_REASON
-            ),
+        nag.acknowledge(
+            default_policy,
+            "AwsSolutions",
+            "AwsSolutions-IAM5",
+            "Only actions without resource-level permissions use Resource '*': X-Ray PutTraceSegments and "
+            "PutTelemetryRecords (with tracing=True) and the EC2 Describe calls of a function in a "
+            "VPC; every other statement names its exact resource.",
+            applies_to="Resource::*",
         )
-        acknowledgments = [
-            Acknowledgment(
-                id="Serverless::Serverless-LambdaDLQ",
-                reason="A function DLQ only catches asynchronous invocations; the SQS event source invokes this "
-                "function synchronously, and failed records return to the queue, whose redrive policy moves them "
-                "to the dead-letter queue.",
-            ),
-            Acknowledgment(
-                id="Serverless::Serverless-LambdaEventSourceMappingDestination",
-                reason="On-failure destinations exist for stream and Kafka event sources, not SQS: for an SQS "
-                "source the queue's redrive policy (max_receive_count) is the failure destination.",
-            ),
-        ]
+        nag.acknowledge(
+            default_policy,
+            "AwsSolutions",
+            "AwsSolutions-IAM5",
+            permissions.VPC_NETWORK_INTERFACE_REASON,
+            applies_to=permissions.VPC_NETWORK_INTERFACE_RESOURCE,
+        )
+        nag.acknowledge(
+            function,
+            "Serverless",
+            "Serverless-LambdaDLQ",
+            "A function DLQ only catches asynchronous invocations; the SQS event source invokes this "
+            "function synchronously, and failed records return to the queue, whose redrive policy moves them "
+            "to the dead-letter queue.",
+        )
+        nag.acknowledge(
+            function,
+            "Serverless",
+            "Serverless-LambdaEventSourceMappingDestination",
+            "On-failure destinations exist for stream and Kafka event sources, not SQS: for an SQS "
+            "source the queue's redrive policy (max_receive_count) is the failure destination.",
+        )
         if not self._props.tracing:
-            acknowledgments.append(
-                Acknowledgment(
-                    id="Serverless::Serverless-LambdaTracing",
-                    reason="The handler does not instrument its DynamoDB and SNS calls, so active tracing would show "
-                    "only the invocation segment; tracing is opt-in (tracing=True) rather than a trace that shows "
-                    "nothing by default.",
-                )
+            nag.acknowledge(
+                function,
+                "Serverless",
+                "Serverless-LambdaTracing",
+                "The handler does not instrument its DynamoDB and SNS calls, so active tracing would show "
+                "only the invocation segment; tracing is opt-in (tracing=True) rather than a trace that shows "
+                "nothing by default.",
             )
-        Validations.of(function).acknowledge(*acknowledgments)
         if isinstance(self.dead_letter_queue, aws_sqs.Queue) and self._props.existing_dead_letter_queue is None:
-            Validations.of(self.dead_letter_queue).acknowledge(
-                Acknowledgment(
-                    id="Serverless::Serverless-SQSRedrivePolicy",
-                    reason="This is the dead-letter queue: messages stay 14 days for an operator to inspect and "
-                    "redrive (the runbook in docs/operations.md); a dead-letter queue of a dead-letter queue would "
-                    "only move the problem.",
-                )
+            nag.acknowledge(
+                self.dead_letter_queue,
+                "Serverless",
+                "Serverless-SQSRedrivePolicy",
+                "This is the dead-letter queue: messages stay 14 days for an operator to inspect and "
+                "redrive (the runbook in docs/operations.md); a dead-letter queue of a dead-letter queue would "
+                "only move the problem.",
             )
 
     def _suppress_checkov_findings(self) -> None:

@@ -5,8 +5,9 @@ Two kinds of alarm:
 - *event* alarms fire on the first datapoint: one conflicting order, one invalid message, one
   parked message, one failed delivery or one DynamoDB system error needs a human, whatever the
   environment;
-- *sustained* alarms (message age, Lambda errors and throttles, DynamoDB throttles) fire after
-  ``alarm_evaluation_periods`` consecutive breaching minutes, since SQS retries absorb a blip.
+- *sustained* alarms (message age, Lambda errors and throttles, DynamoDB throttles, messages polled
+  and never deleted) fire after ``alarm_evaluation_periods`` consecutive breaching periods (1
+  minute; 5 for polled and never deleted), since SQS retries absorb a blip.
 
 Missing data is not breaching: no traffic is not an incident. What to do when each fires is in
 ``docs/operations.md`` ("Runbook: when an alarm fires"), one row per key of :data:`ALARM_KEYS`.
@@ -45,7 +46,20 @@ ALARM_KEYS = (
     "order_records_throttles",
     "order_records_system_errors",
     "pending_too_old",  # the reconciler's (reconciliation.py), with reconcile_every set
+    "messages_polled_not_deleted",  # the event source mapping's, with event_source_metrics
 )
+#: The event source mapping's EventCount metrics for an SQS source (namespace AWS/Lambda, dimension
+#: EventSourceMappingUUID), published with ``event_source_metrics`` (billed as custom metrics).
+EVENT_SOURCE_METRICS = (
+    "PolledEventCount",
+    "FilteredOutEventCount",
+    "InvokedEventCount",
+    "FailedInvokeEventCount",
+    "DeletedEventCount",
+)
+#: ``messages_polled_not_deleted`` looks at windows this long, so a batch still in flight (up to
+#: 15 minutes of function timeout) is not counted as never deleted.
+POLLED_NOT_DELETED_PERIOD = Duration.minutes(5)
 #: Where each description points on-call when no ``runbook_url`` is given.
 DEFAULT_RUNBOOK = "docs/operations.md of idempotent-order-pipeline, section 'Runbook: when an alarm fires'"
 #: Leaves room for ``-<key>`` within CloudWatch's 255 characters.
@@ -75,6 +89,25 @@ AlarmOverride = bool | AlarmThreshold
 
 
 @dataclass(frozen=True)
+class AlarmDefinition:
+    """One alarm as the pipeline defines it, whether or not it creates it (``alarm_definitions``).
+
+    Everything another alarm tool (cdk-monitoring-constructs' ``MonitoringFacade``, say) needs to
+    raise the same alarm: the metric, the threshold and how it is compared, the periods, and what
+    it means (with the runbook link).
+    """
+
+    key: str
+    metric: aws_cloudwatch.IMetric
+    threshold: float
+    comparison_operator: aws_cloudwatch.ComparisonOperator
+    evaluation_periods: int
+    datapoints_to_alarm: int
+    treat_missing_data: aws_cloudwatch.TreatMissingData
+    description: str
+
+
+@dataclass(frozen=True)
 class AlarmSettings:
     """How every alarm is named, described and wired (the construct's alarm props, resolved)."""
 
@@ -84,18 +117,22 @@ class AlarmSettings:
     runbook_url: str | None = None
     evaluation_periods: int = 3
     overrides: Mapping[str, AlarmOverride] = field(default_factory=dict)
+    #: False: define every alarm (``definitions``) but create none (the caller's own tool raises them).
+    create: bool = True
 
 
 class AlarmFactory:
     """Creates the pipeline's alarms, all alike: name prefix, runbook link, actions, overrides.
 
-    ``alarms`` holds every alarm created so far, by key (the pipeline exposes a read-only view of it).
+    ``alarms`` holds every alarm created so far, by key, and ``definitions`` every alarm defined
+    (created or not, see ``AlarmSettings.create``); the pipeline exposes read-only views of both.
     """
 
     def __init__(self, scope: Construct, settings: AlarmSettings) -> None:
         self._scope = scope
         self.settings = settings
         self.alarms: dict[str, aws_cloudwatch.Alarm] = {}
+        self.definitions: dict[str, AlarmDefinition] = {}
 
     def enabled(self, key: str) -> bool:
         """False when ``alarm_overrides`` turned the alarm off."""
@@ -122,7 +159,7 @@ class AlarmFactory:
         """
         if key not in ALARM_KEYS:
             raise ValueError(f"alarm key {key!r}: not in monitoring.ALARM_KEYS {ALARM_KEYS}; register it first")
-        if key in self.alarms:
+        if key in self.definitions:
             raise ValueError(f"alarm key {key!r}: already created")
         override = self.settings.overrides.get(key, True)
         if override is False:
@@ -130,17 +167,30 @@ class AlarmFactory:
         limits = override if isinstance(override, AlarmThreshold) else AlarmThreshold()
         periods = limits.evaluation_periods or (self.settings.evaluation_periods if sustained else 1)
         settings = self.settings
+        definition = AlarmDefinition(
+            key=key,
+            metric=metric,
+            threshold=threshold if limits.threshold is None else limits.threshold,
+            comparison_operator=comparison,
+            evaluation_periods=periods,
+            datapoints_to_alarm=limits.datapoints_to_alarm or periods,
+            treat_missing_data=aws_cloudwatch.TreatMissingData.NOT_BREACHING,
+            description=self.description(key, description),
+        )
+        self.definitions[key] = definition
+        if not settings.create:
+            return None
         alarm = aws_cloudwatch.Alarm(
             self._scope,
             construct_id,
             alarm_name=f"{settings.name_prefix}-{key}",
             metric=metric,
-            threshold=threshold if limits.threshold is None else limits.threshold,
+            threshold=definition.threshold,
             comparison_operator=comparison,
             evaluation_periods=periods,
             datapoints_to_alarm=limits.datapoints_to_alarm,
-            treat_missing_data=aws_cloudwatch.TreatMissingData.NOT_BREACHING,
-            alarm_description=self.description(key, description),
+            treat_missing_data=definition.treat_missing_data,
+            alarm_description=definition.description,
         )
         for action in settings.actions:
             alarm.add_alarm_action(action)
@@ -167,6 +217,20 @@ class MonitoredResources:
     order_records_table: aws_dynamodb.ITable
     #: Outcome metrics of the handler by metric name (OrdersRecorded, Conflicts, ...).
     outcome_metrics: Mapping[str, aws_cloudwatch.Metric]
+    #: The event source mapping's EventCount metrics by name (:data:`EVENT_SOURCE_METRICS`); empty
+    #: with ``event_source_metrics=False``.
+    event_source_metrics: Mapping[str, aws_cloudwatch.Metric] = field(default_factory=dict)
+
+
+def event_source_metric(event_source_mapping_id: str, name: str) -> aws_cloudwatch.Metric:
+    """One of the event source mapping's EventCount metrics (:data:`EVENT_SOURCE_METRICS`), 1-minute Sum."""
+    return aws_cloudwatch.Metric(
+        namespace="AWS/Lambda",
+        metric_name=name,
+        dimensions_map={"EventSourceMappingUUID": event_source_mapping_id},
+        period=PERIOD,
+        statistic="Sum",
+    )
 
 
 def create_alarms(
@@ -240,6 +304,23 @@ def create_alarms(
             table.metric_system_errors_for_operations(operations=list(operations), period=PERIOD),
             description=f"DynamoDB returns internal errors for the {key} table.",
         )
+    if resources.event_source_metrics:
+        polled = resources.event_source_metrics["PolledEventCount"].with_(period=POLLED_NOT_DELETED_PERIOD)
+        deleted = resources.event_source_metrics["DeletedEventCount"].with_(period=POLLED_NOT_DELETED_PERIOD)
+        alarm(
+            "messages_polled_not_deleted",
+            "MessagesPolledNotDeletedAlarm",
+            aws_cloudwatch.MathExpression(
+                # 1 in a window where messages were polled and none was deleted (FILL: no datapoint is 0).
+                expression="IF(FILL(polled, 0) > 0 AND FILL(deleted, 0) == 0, 1, 0)",
+                using_metrics={"polled": polled, "deleted": deleted},
+                label="Polled, none deleted",
+                period=POLLED_NOT_DELETED_PERIOD,
+            ),
+            description="The event source mapping polls messages but deletes none: every batch fails, times out or "
+            "reports every record failed, so orders go round until the dead-letter queue.",
+            sustained=True,
+        )
 
 
 def create_dashboard(
@@ -294,6 +375,14 @@ def create_dashboard(
             width=8,
         ),
     )
+    if resources.event_source_metrics:
+        dashboard.add_widgets(
+            aws_cloudwatch.GraphWidget(
+                title="Event source mapping: polled, filtered, invoked, failed, deleted",
+                left=list(resources.event_source_metrics.values()),
+                width=24,
+            )
+        )
     dashboard.add_widgets(
         aws_cloudwatch.GraphWidget(
             title="Handler outcomes", left=list(resources.outcome_metrics.values()), width=12, stacked=False

@@ -101,9 +101,7 @@ VPC_NETWORK_INTERFACE_ACTIONS = (
 
 
 #: cdk-nag's finding on the network-interface statement, and why it stands (both functions' roles).
-VPC_NETWORK_INTERFACE_FINDING = (
-    "AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ec2:<AWS::Region>:<AWS::AccountId>:*/*]"
-)
+VPC_NETWORK_INTERFACE_RESOURCE = "Resource::arn:<AWS::Partition>:ec2:<AWS::Region>:<AWS::AccountId>:*/*"
 VPC_NETWORK_INTERFACE_REASON = (
     "Lambda creates and deletes the function's network interfaces with its role, on interfaces whose ids "
     "exist only after creation: the Lambda developer guide asks for all resource ids of the account and "

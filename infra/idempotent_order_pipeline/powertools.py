@@ -1,6 +1,6 @@
 """The official Powertools for AWS Lambda (Python) layer, resolved at deploy time, never guessed.
 
-The handler is tested against ``aws-lambda-powertools==3.37.0`` (requirements-dev.txt, checked
+The handler is tested against ``aws-lambda-powertools==3.37.0`` (requirements-test.txt, checked
 equal to :data:`POWERTOOLS_VERSION` by a test); in Lambda it imports Powertools from this layer,
 so the two move together.
 
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from aws_cdk import CfnParameter, Stack, aws_lambda
     from constructs import Construct
 
-#: The Powertools release the handler is tested with (requirements-dev.txt pins the same).
+#: The Powertools release the handler is tested with (requirements-test.txt pins the same).
 POWERTOOLS_VERSION = "3.37.0"
 #: The function's architecture and runtime, as Powertools names them in the parameter path.
 POWERTOOLS_ARCHITECTURE = "arm64"

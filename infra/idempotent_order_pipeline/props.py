@@ -8,8 +8,10 @@ name the prop, the value received and what is allowed. Values that are unresolve
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, fields, replace
+from enum import Enum
+from types import UnionType
+from typing import Any, Union, get_args, get_origin, get_type_hints
 
 from aws_cdk import (
     Duration,
@@ -26,7 +28,7 @@ from aws_cdk import (
 )
 
 from idempotent_order_pipeline import monitoring
-from idempotent_order_pipeline.keys import parse_identity_fields
+from idempotent_order_pipeline.keys import DEFAULT_IDENTITY_FIELDS, parse_identity_fields
 
 #: Fixed: the longest SQS allows, so a parked message has the most time to be looked at.
 DEAD_LETTER_RETENTION = Duration.days(14)
@@ -57,41 +59,47 @@ MIN_POLLERS, MAX_MINIMUM_POLLERS, MAX_MAXIMUM_POLLERS = 2, 200, 2000
 ALLOWED_REMOVAL_POLICIES = (RemovalPolicy.DESTROY, RemovalPolicy.RETAIN, RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PipelineProps:
-    """Every prop of :class:`IdempotentOrderPipeline`, defaults already applied."""
+    """Every prop of :class:`IdempotentOrderPipeline` with its default: the one home of the defaults.
 
-    fifo: bool
-    batch_size: int
-    max_batching_window: Duration | None
-    max_concurrency: int | None
-    max_receive_count: int
-    function_timeout: Duration
-    memory_size: int
-    visibility_timeout: Duration | None
-    retention_period: Duration
-    record_retention: Duration
+    The constructor's keyword-only parameters take their defaults from :data:`DEFAULTS`; a test
+    checks that the signature, the class docstring and the docs' props table agree with these
+    fields (names, types and defaults, Durations included). What each prop does is documented once,
+    in the class docstring of :class:`IdempotentOrderPipeline`.
+    """
+
+    fifo: bool = False
+    batch_size: int = 10
+    max_batching_window: Duration | None = None
+    max_concurrency: int | None = None
+    max_receive_count: int = 5
+    function_timeout: Duration = Duration.seconds(30)
+    #: One full vCPU: the knee of `make bench`'s memory sweep.
+    memory_size: int = 1769
+    visibility_timeout: Duration | None = None
+    retention_period: Duration = Duration.days(4)
+    record_retention: Duration = Duration.days(30)
     #: As given: a string is reported by :func:`validate` with the other problems.
-    identity_fields: Sequence[str]
-    service_name: str | None
-    metrics_namespace: str
-    encryption_key: aws_kms.IKey | None
-    removal_policy: RemovalPolicy
-    log_retention: aws_logs.RetentionDays
-    powertools_layer: aws_lambda.ILayerVersion | None
-    alarm_action: aws_sns.ITopic | None
-    oldest_message_age_threshold: Duration
-    alarm_evaluation_periods: int
+    identity_fields: Sequence[str] = DEFAULT_IDENTITY_FIELDS
+    service_name: str | None = None
+    metrics_namespace: str = "IdempotentOrderPipeline"
+    encryption_key: aws_kms.IKey | None = None
+    removal_policy: RemovalPolicy = RemovalPolicy.RETAIN
+    log_retention: aws_logs.RetentionDays = aws_logs.RetentionDays.ONE_MONTH
+    powertools_layer: aws_lambda.ILayerVersion | None = None
+    oldest_message_age_threshold: Duration = Duration.minutes(15)
+    alarm_evaluation_periods: int = 3
     existing_queue: aws_sqs.IQueue | None = None
     existing_dead_letter_queue: aws_sqs.IQueue | None = None
     existing_topic: aws_sns.ITopic | None = None
     existing_processed_events_table: aws_dynamodb.ITable | None = None
     existing_order_records_table: aws_dynamodb.ITable | None = None
-    queue_props: Mapping[str, Any] | None = None
-    dead_letter_queue_props: Mapping[str, Any] | None = None
+    queue_props: Mapping[str, Any] | aws_sqs.QueueProps | None = None
+    dead_letter_queue_props: Mapping[str, Any] | aws_sqs.QueueProps | None = None
     table_props: Mapping[str, Any] | None = None
-    topic_props: Mapping[str, Any] | None = None
-    function_props: Mapping[str, Any] | None = None
+    topic_props: Mapping[str, Any] | aws_sns.TopicProps | None = None
+    function_props: Mapping[str, Any] | aws_lambda.FunctionOptions | None = None
     vpc: aws_ec2.IVpc | None = None
     vpc_subnets: aws_ec2.SubnetSelection | None = None
     security_groups: Sequence[aws_ec2.ISecurityGroup] | None = None
@@ -100,19 +108,46 @@ class PipelineProps:
     fifo_high_throughput: bool = False
     provisioned_pollers: aws_lambda.ProvisionedPollerConfig | None = None
     tracing: bool = False
-    alarm_actions: tuple[aws_cloudwatch.IAlarmAction, ...] = ()
+    alarm_actions: Sequence[aws_cloudwatch.IAlarmAction] = ()
     ok_actions: bool = True
     alarm_name_prefix: str | None = None
     runbook_url: str | None = None
-    alarm_overrides: Mapping[str, monitoring.AlarmOverride] = field(default_factory=dict)
+    alarm_overrides: Mapping[str, monitoring.AlarmOverride] | None = None
     dashboard: bool = True
-    reconcile_every: Duration | None = None
+    create_alarms: bool = True
+    event_source_metrics: bool = True
+    reconcile_every: Duration | None = Duration.minutes(5)
     reconcile_after: Duration | None = None
 
     @property
     def identity_field_names(self) -> tuple[str, ...]:
         """The identity fields as a tuple (a string, reported by validate(), gives no fields)."""
         return () if isinstance(self.identity_fields, str) else tuple(self.identity_fields)
+
+    @property
+    def alarm_override_map(self) -> Mapping[str, monitoring.AlarmOverride]:
+        """``alarm_overrides``, None as empty."""
+        return self.alarm_overrides or {}
+
+    @classmethod
+    def from_arguments(cls, arguments: Mapping[str, Any]) -> PipelineProps:
+        """The props among ``arguments`` (a constructor's ``locals()``): every field, nothing else."""
+        return cls(**{name: arguments[name] for name in PROP_NAMES})
+
+
+#: Every prop's default, as one value: the constructor's parameters default to its fields.
+DEFAULTS = PipelineProps()
+#: The props' names, in the constructor's order.
+PROP_NAMES = tuple(prop.name for prop in fields(PipelineProps))
+
+
+def describe_default(value: object) -> str:
+    """A default as the docstring states it: ``30 seconds``, ``RemovalPolicy.RETAIN``, ``('order_id',)``, ``None``."""
+    if isinstance(value, Duration):
+        return value.to_human_string()
+    if isinstance(value, Enum):
+        return f"{type(value).__name__}.{value.name}"
+    return repr(value)
 
 
 @dataclass
@@ -122,6 +157,99 @@ class Findings:
     errors: list[str] = field(default_factory=list)
     #: (annotation id, message) pairs.
     warnings: list[tuple[str, str]] = field(default_factory=list)
+
+
+# ---- types -----------------------------------------------------------------------------------------
+
+#: Plain Python values: never a CDK object, so never what a prop typed as a CDK interface wants.
+_PLAIN_VALUES = (str, bytes, int, float, bool, Mapping, list, tuple, set)
+
+
+def _type_name(hint: Any) -> str:
+    if hint is type(None):
+        return "None"
+    if isinstance(hint, type):
+        module = hint.__module__.removeprefix("aws_cdk.").removeprefix("aws_cdk")
+        return hint.__name__ if module in ("", "builtins") else f"{module}.{hint.__name__}"
+    origin = get_origin(hint)
+    if origin in (Union, UnionType):
+        return " or ".join(_type_name(arg) for arg in get_args(hint))
+    if origin is not None:
+        args = get_args(hint)
+        element = _type_name(args[-1]) if args and args[-1] is not Any else "keyword arguments"
+        kind = "mapping" if isinstance(origin, type) and issubclass(origin, Mapping) else "sequence"
+        return f"a {kind} of {element}"
+    return str(hint)
+
+
+def _has_type(value: Any, hint: Any) -> bool:
+    """Whether ``value`` fits the annotation ``hint`` (an unresolved number or string token always fits)."""
+    if hint is Any:
+        return True
+    if hint is type(None):
+        return value is None
+    origin = get_origin(hint)
+    if origin in (Union, UnionType):
+        return any(_has_type(value, arg) for arg in get_args(hint))
+    if origin is not None:  # Sequence[X] or Mapping[str, X]: the container; elements are checked by their own rules
+        if issubclass(origin, Mapping):
+            return isinstance(value, Mapping)
+        return isinstance(value, Sequence) and not isinstance(value, str | bytes)
+    if hint is bool:
+        return isinstance(value, bool)
+    if hint is int:
+        token = isinstance(value, float) and Token.is_unresolved(value)
+        return (isinstance(value, int) and not isinstance(value, bool)) or token
+    if getattr(hint, "_is_protocol", False):  # a jsii interface (IKey, IQueue, ...): any CDK object
+        return not isinstance(value, _PLAIN_VALUES) and value is not None
+    return isinstance(value, hint)
+
+
+def _allowed(name: str, hint: Any) -> str:
+    if name in _ALLOWED_TYPE_TEXT:
+        return _ALLOWED_TYPE_TEXT[name]
+    return _type_name(hint)
+
+
+#: How a type error states what is allowed, where the type's name alone would not say it.
+_ALLOWED_TYPE_TEXT = {
+    "fifo": "True or False",
+    "create_vpc_endpoints": "True or False",
+    "fifo_high_throughput": "True or False",
+    "tracing": "True or False",
+    "ok_actions": "True or False",
+    "dashboard": "True or False",
+    "create_alarms": "True or False",
+    "event_source_metrics": "True or False",
+    "memory_size": "an int (MB)",
+    "identity_fields": "a sequence of field names, e.g. ('order_id',), not a string",
+    "function_timeout": "a Duration, e.g. Duration.seconds(30)",
+    "retention_period": "a Duration, e.g. Duration.days(4)",
+    "record_retention": "a Duration, e.g. Duration.days(30)",
+    "oldest_message_age_threshold": "a Duration, e.g. Duration.minutes(15)",
+    "max_batching_window": "a Duration, e.g. Duration.seconds(5), or None",
+    "visibility_timeout": "a Duration, e.g. Duration.minutes(3), or None",
+    "reconcile_every": "a Duration, e.g. Duration.minutes(5), or None",
+    "reconcile_after": "a Duration, e.g. Duration.minutes(30), or None",
+    "removal_policy": "a RemovalPolicy, e.g. RemovalPolicy.RETAIN",
+    "log_retention": "an aws_logs.RetentionDays, e.g. RetentionDays.ONE_MONTH",
+}
+
+
+def well_typed(props: PipelineProps, findings: Findings) -> PipelineProps:
+    """Report every prop whose value has the wrong type; return the props with those at their defaults.
+
+    The value checks then run on values of the right type only (``memory_size="1024"`` is one
+    clear error, not a ``TypeError`` from a comparison), while the synth still collects every problem.
+    """
+    hints = get_type_hints(PipelineProps)
+    wrong: dict[str, Any] = {}
+    for name in PROP_NAMES:
+        value = getattr(props, name)
+        if not _has_type(value, hints[name]):
+            findings.errors.append(f"{name}={value!r} ({type(value).__name__}): allowed {_allowed(name, hints[name])}")
+            wrong[name] = getattr(DEFAULTS, name)
+    return replace(props, **wrong) if wrong else props
 
 
 def _number(value: float | None) -> float | None:
@@ -138,8 +266,13 @@ def seconds(duration: Duration | None) -> float | None:
     return duration.to_seconds(integral=False)
 
 
-def _days(value: float) -> str:
-    return f"{value / 86_400:g} days"
+def as_time(value: float) -> str:
+    """Seconds as people write them: ``20 days``, ``15 minutes``, ``901s``; never ``1.728e+06s``."""
+    for unit, size in (("day", 86_400), ("hour", 3600), ("minute", 60)):
+        if value >= size and value % size == 0:
+            count = int(value // size)
+            return f"{count} {unit}{'' if count == 1 else 's'}"
+    return f"{value:.15g}s"
 
 
 def derived_visibility_timeout(props: PipelineProps) -> Duration:
@@ -171,9 +304,9 @@ def derived_reconcile_after(props: PipelineProps) -> Duration:
     return Duration.seconds(int(max(default, window or 0)))
 
 
-def validate(props: PipelineProps) -> Findings:
-    """Check every prop; collect every problem."""
-    findings = Findings()
+def validate(props: PipelineProps, findings: Findings | None = None) -> Findings:
+    """Check every prop's value (of the right type: see :func:`well_typed`); collect every problem."""
+    findings = Findings() if findings is None else findings
     _check_batching(props, findings)
     _check_redrive(props, findings)
     _check_function(props, findings)
@@ -203,9 +336,9 @@ def _check_batching(props: PipelineProps, findings: Findings) -> None:
             )
     if window is not None:
         if props.fifo and window > 0:
-            errors.append(f"max_batching_window={window:g}s: not supported for a FIFO queue (allowed: None)")
+            errors.append(f"max_batching_window={as_time(window)}: not supported for a FIFO queue (allowed: None)")
         elif not 0 <= window <= MAX_BATCHING_WINDOW_SECONDS:
-            errors.append(f"max_batching_window={window:g}s: allowed 0..{MAX_BATCHING_WINDOW_SECONDS} seconds")
+            errors.append(f"max_batching_window={as_time(window)}: allowed 0..{MAX_BATCHING_WINDOW_SECONDS} seconds")
     max_concurrency = _number(props.max_concurrency)
     if max_concurrency is not None and not MIN_MAX_CONCURRENCY <= max_concurrency <= MAX_MAX_CONCURRENCY:
         errors.append(
@@ -236,7 +369,7 @@ def _check_function(props: PipelineProps, findings: Findings) -> None:
         errors.append(f"memory_size={props.memory_size!r}: allowed {MIN_MEMORY_MB}..{MAX_MEMORY_MB} MB")
     timeout = seconds(props.function_timeout)
     if timeout is not None and not 1 <= timeout <= MAX_FUNCTION_TIMEOUT_SECONDS:
-        errors.append(f"function_timeout={timeout:g}s: allowed 1..{MAX_FUNCTION_TIMEOUT_SECONDS} seconds")
+        errors.append(f"function_timeout={as_time(timeout)}: allowed 1..{MAX_FUNCTION_TIMEOUT_SECONDS} seconds")
         return
     if props.visibility_timeout is None:
         if props.function_timeout.is_unresolved():
@@ -250,18 +383,18 @@ def _check_function(props: PipelineProps, findings: Findings) -> None:
         return
     recommended = VISIBILITY_TIMEOUT_FACTOR * timeout
     if not 0 <= visibility <= MAX_VISIBILITY_TIMEOUT_SECONDS:
-        errors.append(f"visibility_timeout={visibility:g}s: allowed 0..{MAX_VISIBILITY_TIMEOUT_SECONDS} seconds")
+        errors.append(f"visibility_timeout={as_time(visibility)}: allowed 0..{MAX_VISIBILITY_TIMEOUT_SECONDS} seconds")
     elif visibility < timeout:
         errors.append(
-            f"visibility_timeout={visibility:g}s: must be at least function_timeout ({timeout:g}s), or messages "
-            "are redelivered while still being processed"
+            f"visibility_timeout={as_time(visibility)}: must be at least function_timeout ({as_time(timeout)}), "
+            "or messages are redelivered while still being processed"
         )
     elif visibility < recommended:
         findings.warnings.append(
             (
                 "visibility-timeout-low",
-                f"visibility_timeout={visibility:g}s is below {VISIBILITY_TIMEOUT_FACTOR}x function_timeout "
-                f"({recommended:g}s): a batch Lambda retries after throttling can be redelivered while in flight",
+                f"visibility_timeout={as_time(visibility)} is below {VISIBILITY_TIMEOUT_FACTOR}x function_timeout "
+                f"({as_time(recommended)}): a batch Lambda retries after throttling can be redelivered while in flight",
             )
         )
 
@@ -272,15 +405,15 @@ def _check_retention(props: PipelineProps, findings: Findings) -> None:
     dlq_retention = DEAD_LETTER_RETENTION.to_seconds()
     if retention is not None and not MIN_RETENTION_SECONDS <= retention < dlq_retention:
         errors.append(
-            f"retention_period={_days(retention)}: allowed from 60 seconds to less than the dead-letter queue's "
-            f"{_days(dlq_retention)} (a message keeps its first enqueue time in the DLQ, so the DLQ must keep it "
+            f"retention_period={as_time(retention)}: allowed from 60 seconds to less than the dead-letter queue's "
+            f"{as_time(dlq_retention)} (a message keeps its first enqueue time in the DLQ, so the DLQ must keep it "
             "longer)"
         )
     record = seconds(props.record_retention)
     if record is not None and retention is not None and record <= retention + dlq_retention:
         errors.append(
-            f"record_retention={_days(record)}: must be longer than retention_period + dead-letter retention "
-            f"({_days(retention + dlq_retention)}), so an idempotency record outlives every copy of its message "
+            f"record_retention={as_time(record)}: must be longer than retention_period + dead-letter retention "
+            f"({as_time(retention + dlq_retention)}), so an idempotency record outlives every copy of its message "
             "(it expires record_retention after the sent mark; a pending record never expires)"
         )
 
@@ -298,11 +431,6 @@ def _check_naming(props: PipelineProps, findings: Findings) -> None:
 
 
 def _check_identity_fields(identity_fields: Sequence[str], errors: list[str]) -> None:
-    if isinstance(identity_fields, str):  # a string is a sequence too: refuse it rather than split it into letters
-        errors.append(
-            f"identity_fields={identity_fields!r}: allowed a sequence of field names, e.g. ('order_id',), not a string"
-        )
-        return
     try:
         fields = parse_identity_fields(",".join(identity_fields))
     except ValueError:
@@ -324,17 +452,18 @@ def _check_alarms(props: PipelineProps, findings: Findings) -> None:
     threshold = seconds(props.oldest_message_age_threshold)
     retention = seconds(props.retention_period)
     if threshold is not None and threshold <= 0:
-        errors.append(f"oldest_message_age_threshold={threshold:g}s: allowed more than 0 seconds")
+        errors.append(f"oldest_message_age_threshold={as_time(threshold)}: allowed more than 0 seconds")
     elif threshold is not None and retention is not None and threshold >= retention:
         errors.append(
-            f"oldest_message_age_threshold={threshold:g}s: must be less than retention_period ({retention:g}s), "
+            f"oldest_message_age_threshold={as_time(threshold)}: must be less than retention_period "
+            f"({as_time(retention)}), "
             "or messages expire before the alarm fires"
         )
     periods = _number(props.alarm_evaluation_periods)
     if periods is not None and periods < 1:
         errors.append(f"alarm_evaluation_periods={props.alarm_evaluation_periods!r}: allowed 1 or more")
     _check_alarm_naming(props, findings)
-    for key, override in props.alarm_overrides.items():
+    for key, override in props.alarm_override_map.items():
         _check_alarm_override(key, override, errors)
 
 
@@ -360,7 +489,7 @@ def _check_alarm_naming(props: PipelineProps, findings: Findings) -> None:
             f"runbook_url={url!r}: allowed an http(s):// URL of at most {monitoring.MAX_RUNBOOK_URL_LENGTH} "
             "characters, or None"
         )
-    if (props.alarm_actions or props.alarm_action is not None) and url is None:
+    if props.alarm_actions and url is None:
         findings.warnings.append(
             (
                 "no-runbook-url",
@@ -476,7 +605,7 @@ def _check_reconciliation(props: PipelineProps, findings: Findings) -> None:
     every = seconds(props.reconcile_every)
     if every is not None and (every < 60 or every % 60):
         errors.append(
-            f"reconcile_every={every:g}s: allowed None (no reconciler) or a whole number of minutes, at least 1 "
+            f"reconcile_every={as_time(every)}: allowed None (no reconciler) or a whole number of minutes, at least 1 "
             "(an EventBridge rate)"
         )
     if props.reconcile_every is None or props.reconcile_after is None:
@@ -489,7 +618,8 @@ def _check_reconciliation(props: PipelineProps, findings: Findings) -> None:
         return
     if after < redelivery_window:
         errors.append(
-            f"reconcile_after={after:g}s: must be at least visibility_timeout x max_receive_count "
-            f"({visibility:g}s x {count:g} = {redelivery_window:g}s), the longest a normal redelivery can still "
+            f"reconcile_after={as_time(after)}: must be at least visibility_timeout x max_receive_count "
+            f"({as_time(visibility)} x {count:g} = {as_time(redelivery_window)}), the longest a normal redelivery "
+            "can still "
             "publish the record, so the reconciler never races one"
         )

@@ -20,12 +20,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from aws_cdk import (
-    Acknowledgment,
     Duration,
     RemovalPolicy,
     Stack,
     Token,
-    Validations,
     aws_cloudwatch,
     aws_dynamodb,
     aws_ec2,
@@ -39,7 +37,7 @@ from aws_cdk import (
 )
 from constructs import Construct
 
-from idempotent_order_pipeline import asset, monitoring, permissions
+from idempotent_order_pipeline import asset, monitoring, nag, permissions
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.metric_names import (
     OLDEST_PENDING_AGE_SECONDS,
     PENDING_RECONCILED,
@@ -57,8 +55,6 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_ind
 
 #: The reconciler's entry point (contract with ``lambdas/order_consumer/reconciler.py``).
 RECONCILER_HANDLER = "order_consumer.reconciler.handler"
-#: Default of the ``reconcile_every`` prop (``reconcile_after``'s is in ``props.derived_reconcile_after``).
-DEFAULT_RECONCILE_EVERY = Duration.minutes(5)
 #: A run stops starting work 15 s before this (``reconciliation.DEFAULT_MIN_REMAINING_MS``).
 RECONCILER_TIMEOUT = Duration.minutes(2)
 RECONCILER_MEMORY_MB = 512
@@ -260,38 +256,43 @@ class Reconciliation(Construct):
 
     def _acknowledge_findings(self, role: aws_iam.Role, *, tracing: bool) -> None:
         """cdk-nag findings the design answers (the same rules, with these reasons, are in docs/compliance.md)."""
-        Validations.of(role.node.find_child("DefaultPolicy")).acknowledge(
-            Acknowledgment(
-                id="AwsSolutions::AwsSolutions-IAM5[Resource::*]",
-                reason="X-Ray PutTraceSegments and PutTelemetryRecords (with tracing) and the VPC network interface "
-                "Describe calls (in a VPC) support no resource-level permissions; every other statement names its "
-                "exact resource.",
-            ),
-            Acknowledgment(
-                id=permissions.VPC_NETWORK_INTERFACE_FINDING, reason=permissions.VPC_NETWORK_INTERFACE_REASON
-            ),
+        default_policy = role.node.find_child("DefaultPolicy")
+        nag.acknowledge(
+            default_policy,
+            "AwsSolutions",
+            "AwsSolutions-IAM5",
+            "X-Ray PutTraceSegments and PutTelemetryRecords (with tracing) and the VPC network interface "
+            "Describe calls (in a VPC) support no resource-level permissions; every other statement names its "
+            "exact resource.",
+            applies_to="Resource::*",
+        )
+        nag.acknowledge(
+            default_policy,
+            "AwsSolutions",
+            "AwsSolutions-IAM5",
+            permissions.VPC_NETWORK_INTERFACE_REASON,
+            applies_to=permissions.VPC_NETWORK_INTERFACE_RESOURCE,
         )
         if not tracing:
-            Validations.of(self.function).acknowledge(
-                Acknowledgment(
-                    id="Serverless::Serverless-LambdaTracing",
-                    reason="The reconciler does not instrument its DynamoDB and SNS calls, so active tracing would "
-                    "show only the invocation segment; tracing is opt-in (tracing=True), as for the consumer.",
-                )
+            nag.acknowledge(
+                self.function,
+                "Serverless",
+                "Serverless-LambdaTracing",
+                "The reconciler does not instrument its DynamoDB and SNS calls, so active tracing would "
+                "show only the invocation segment; tracing is opt-in (tracing=True), as for the consumer.",
             )
         nothing_to_keep = (
             "A failed scheduled run has nothing to keep: the next run finds every record still pending in the "
             "index, so retries are off and a DLQ or failure destination would only collect empty schedule events."
         )
-        Validations.of(self.function).acknowledge(
-            Acknowledgment(id="Serverless::Serverless-LambdaDLQ", reason=nothing_to_keep)
+        nag.acknowledge(self.function, "Serverless", "Serverless-LambdaDLQ", nothing_to_keep)
+        nag.acknowledge(
+            self.function.node.find_child("EventInvokeConfig"),
+            "Serverless",
+            "Serverless-LambdaAsyncFailureDestination",
+            nothing_to_keep,
         )
-        Validations.of(self.function.node.find_child("EventInvokeConfig")).acknowledge(
-            Acknowledgment(id="Serverless::Serverless-LambdaAsyncFailureDestination", reason=nothing_to_keep)
-        )
-        Validations.of(self.schedule).acknowledge(
-            Acknowledgment(id="Serverless::Serverless-EventBusDLQ", reason=nothing_to_keep)
-        )
+        nag.acknowledge(self.schedule, "Serverless", "Serverless-EventBusDLQ", nothing_to_keep)
 
     # ---- metrics and dashboard --------------------------------------------------------------------
 

@@ -29,16 +29,19 @@ caller acknowledges with ``Annotations.of(pipeline).acknowledge_warning(<id>)`` 
 
 from __future__ import annotations
 
+import difflib
+import inspect
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from aws_cdk import Token, aws_dynamodb, aws_sns, aws_sqs
+from aws_cdk import Token, aws_dynamodb, aws_lambda, aws_sns, aws_sqs
 
 from idempotent_order_pipeline.props import (
     DEAD_LETTER_RETENTION,
     VISIBILITY_TIMEOUT_FACTOR,
     Findings,
+    as_time,
     derived_visibility_timeout,
     seconds,
 )
@@ -234,16 +237,29 @@ def function_overrides(props: PipelineProps) -> dict[str, Any]:
 # ---- checks ---------------------------------------------------------------------------------------
 
 
+def keywords_of(construct_class: type) -> frozenset[str]:
+    """The keyword arguments a CDK construct class takes (its props), without ``scope`` and ``id``."""
+    parameters = inspect.signature(vars(construct_class)["__init__"]).parameters  # its own, not the metaclass call
+    return frozenset(name for name, p in parameters.items() if p.kind is inspect.Parameter.KEYWORD_ONLY)
+
+
+def _unknown_keyword(key: object, known: frozenset[str], target: type) -> str:
+    where = f"{target.__module__.removeprefix('aws_cdk.')}.{target.__name__}"
+    close = difflib.get_close_matches(str(key), sorted(known), n=1)
+    hint = f"did you mean {close[0]!r}?" if close else f"allowed keys: {', '.join(sorted(known))}"
+    return f"not a keyword of {where}; {hint}"
+
+
 def check_resources(props: PipelineProps, findings: Findings) -> None:
     """Every requirement on the resources, after the merge; problems go into ``findings``."""
     _check_exclusive(props, findings)
     overrides_valid = True
-    for prop, value, owned in (
-        ("queue_props", props.queue_props, OWNED_QUEUE_KEYS),
-        ("dead_letter_queue_props", props.dead_letter_queue_props, OWNED_DEAD_LETTER_QUEUE_KEYS),
-        ("table_props", props.table_props, OWNED_TABLE_KEYS),
-        ("topic_props", props.topic_props, OWNED_TOPIC_KEYS),
-        ("function_props", props.function_props, OWNED_FUNCTION_KEYS),
+    for prop, value, owned, target in (
+        ("queue_props", props.queue_props, OWNED_QUEUE_KEYS, aws_sqs.Queue),
+        ("dead_letter_queue_props", props.dead_letter_queue_props, OWNED_DEAD_LETTER_QUEUE_KEYS, aws_sqs.Queue),
+        ("table_props", props.table_props, OWNED_TABLE_KEYS, aws_dynamodb.Table),
+        ("topic_props", props.topic_props, OWNED_TOPIC_KEYS, aws_sns.Topic),
+        ("function_props", props.function_props, OWNED_FUNCTION_KEYS, aws_lambda.Function),
     ):
         try:
             overrides = as_kwargs(value)
@@ -253,6 +269,10 @@ def check_resources(props: PipelineProps, findings: Findings) -> None:
             continue
         for key in sorted(set(overrides) & set(owned)):
             findings.errors.append(f"{prop}[{key!r}]={overrides[key]!r}: not overridable, {owned[key]}")
+        known = keywords_of(target)
+        for key in sorted(set(overrides) - known - set(owned), key=str):
+            findings.errors.append(f"{prop}[{key!r}]: {_unknown_keyword(key, known, target)}")
+            overrides_valid = False
     if overrides_valid:  # else the merge itself cannot be built
         _check_merged_queues(props, findings)
         _check_merged_tables(props, findings)
@@ -306,12 +326,13 @@ def _check_merged_queues(props: PipelineProps, findings: Findings) -> None:
             )
         if kwargs.get("enforce_ssl") is not True:
             findings.errors.append(f"{prop}['enforce_ssl']={kwargs.get('enforce_ssl')!r}: allowed True (TLS only)")
-    dlq_retention = seconds(dead_letter_queue_kwargs(props).get("retention_period"))
+    # Only a retention the caller gave: the fixed default is checked against retention_period there.
+    dlq_retention = seconds(as_kwargs(props.dead_letter_queue_props).get("retention_period"))
     retention = seconds(props.retention_period)
     if dlq_retention is not None and retention is not None and dlq_retention <= retention:
         findings.errors.append(
-            f"dead_letter_queue_props['retention_period']={dlq_retention:g}s: must be longer than retention_period "
-            f"({retention:g}s); a message keeps its first enqueue time in the DLQ"
+            f"dead_letter_queue_props['retention_period']={as_time(dlq_retention)}: must be longer than "
+            f"retention_period ({as_time(retention)}); a message keeps its first enqueue time in the DLQ"
         )
 
 
@@ -376,8 +397,8 @@ def _check_existing_queues(props: PipelineProps, findings: Findings) -> None:
             source = seconds(props.retention_period)
             if isinstance(retention, int | float) and source is not None and retention <= source:
                 findings.errors.append(
-                    f"existing_dead_letter_queue keeps messages {retention:g}s: must be longer than the queue's "
-                    f"retention ({source:g}s)"
+                    f"existing_dead_letter_queue keeps messages {as_time(retention)}: must be longer than the queue's "
+                    f"retention ({as_time(source)})"
                 )
         else:
             findings.warnings.append(
@@ -421,15 +442,15 @@ def _check_existing_queues(props: PipelineProps, findings: Findings) -> None:
     if isinstance(visibility, int | float) and not Token.is_unresolved(visibility) and timeout is not None:
         if visibility < timeout:
             findings.errors.append(
-                f"existing_queue has visibility timeout {visibility:g}s: must be at least function_timeout "
-                f"({timeout:g}s), or messages are redelivered while still being processed"
+                f"existing_queue has visibility timeout {as_time(visibility)}: must be at least function_timeout "
+                f"({as_time(timeout)}), or messages are redelivered while still being processed"
             )
         elif visibility < VISIBILITY_TIMEOUT_FACTOR * timeout:
             findings.warnings.append(
                 (
                     "visibility-timeout-low",
-                    f"existing_queue has visibility timeout {visibility:g}s, below {VISIBILITY_TIMEOUT_FACTOR}x "
-                    f"function_timeout ({VISIBILITY_TIMEOUT_FACTOR * timeout:g}s): a batch Lambda retries after "
+                    f"existing_queue has visibility timeout {as_time(visibility)}, below {VISIBILITY_TIMEOUT_FACTOR}x "
+                    f"function_timeout ({as_time(VISIBILITY_TIMEOUT_FACTOR * timeout)}): a batch Lambda retries after "
                     "throttling can be redelivered while in flight",
                 )
             )

@@ -22,10 +22,9 @@ from typing import Any
 
 import aws_cdk as cdk
 from aws_cdk import Annotations, aws_dynamodb, aws_ec2, aws_kms, aws_lambda, aws_logs, aws_sqs
-from cdk_nag import AwsSolutionsChecks, ServerlessChecks
 from constructs import Construct
 
-from idempotent_order_pipeline import IdempotentOrderPipeline, permissions, reconciliation
+from idempotent_order_pipeline import IdempotentOrderPipeline, nag, permissions, reconciliation
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract import names
 from idempotent_order_pipeline.construct import WARNING_PREFIX
 
@@ -121,12 +120,12 @@ class ExistingResourcesStack(cdk.Stack):
 
 
 def cdk_nag_acknowledge(dead_letter_queue: aws_sqs.Queue) -> None:
-    cdk.Validations.of(dead_letter_queue).acknowledge(
-        cdk.Acknowledgment(
-            id="Serverless::Serverless-SQSRedrivePolicy",
-            reason="This is the dead-letter queue of the existing orders queue; a dead-letter queue of it would "
-            "only move the problem.",
-        )
+    nag.acknowledge(
+        dead_letter_queue,
+        "Serverless",
+        "Serverless-SQSRedrivePolicy",
+        "This is the dead-letter queue of the existing orders queue; a dead-letter queue of it would "
+        "only move the problem.",
     )
 
 
@@ -245,5 +244,5 @@ def build_app(context: Mapping[str, Any] | None = None, outdir: str | None = Non
             existing=ExistingResources.from_context(raw_context),
             powertools_layer_arn=app.node.try_get_context("powertools_layer_arn") or None,
         )
-    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app), ServerlessChecks(app))
+    nag.add_checks(app)
     return app

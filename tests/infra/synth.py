@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,12 +17,11 @@ os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get(
 os.environ.setdefault("JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION", "1")
 
 import aws_cdk as cdk
-from aws_cdk import aws_iam, aws_kms, aws_sns
+from aws_cdk import aws_cloudwatch_actions, aws_iam, aws_kms, aws_sns
 from aws_cdk.assertions import Template
-from cdk_nag import AwsSolutionsChecks, ServerlessChecks
 
 import app as cdk_app
-from idempotent_order_pipeline import IdempotentOrderPipeline
+from idempotent_order_pipeline import IdempotentOrderPipeline, nag
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -35,7 +35,10 @@ class Synthesized:
     template: Template
     template_json: dict[str, Any]
     template_path: Path
-    nag_report: dict[str, Any]
+    #: cdk-nag findings left unacknowledged ("AwsSolutions-IAM5[Resource::*]", ...), whichever line ran.
+    nag_findings: list[str]
+    #: (rule, reason) of each acknowledged finding: cdk-nag 3's report, or the cdk_nag metadata 2.x reads.
+    nag_acknowledged: list[tuple[str, str]]
 
 
 @dataclass(frozen=True)
@@ -57,9 +60,37 @@ def _synthesize(app: cdk.App, stack: cdk.Stack, pipeline: IdempotentOrderPipelin
         template=Template.from_stack(stack),
         template_json=json.loads((Path(stage.outdir) / stack.template_file).read_text()),
         template_path=Path(stage.outdir) / stack.template_file,
-        # cdk-nag's findings (violations and acknowledged ones), written by the validation plugins.
-        nag_report=json.loads((outdir / "validation-report.json").read_text()),
+        **_nag_results(app, stack, outdir),
     )
+
+
+_NAG_RULE = re.compile(r"((?:AwsSolutions|Serverless)-\w+(?:\[[^\]]*\])?):")
+
+
+def _nag_results(app: cdk.App, stack: cdk.Stack, outdir: Path) -> dict[str, Any]:
+    """cdk-nag's findings and acknowledgements, from the validation report (3.x) or the annotations (2.x)."""
+    if nag.cdk_nag_major() >= 3:
+        report = json.loads((outdir / "validation-report.json").read_text())
+        plugins = report["pluginReports"]
+        return {
+            "nag_findings": [v["ruleName"] for plugin in plugins for v in plugin["violations"]],
+            "nag_acknowledged": [
+                (v["ruleName"], v["reason"]) for plugin in plugins for v in plugin.get("suppressedViolations", [])
+            ],
+        }
+    messages = app.synth().get_stack_artifact(stack.artifact_id).messages
+    findings = [
+        match.group(1)
+        for message in messages
+        if message.level.value.lower() in ("error", "warning") and (match := _NAG_RULE.search(str(message.entry.data)))
+    ]
+    template = json.loads((Path(cdk.Stage.of(stack).outdir) / stack.template_file).read_text())  # type: ignore[union-attr]
+    acknowledged = [
+        (rule["id"] + (f"[{rule['applies_to'][0]}]" if rule.get("applies_to") else ""), rule["reason"])
+        for resource in template["Resources"].values()
+        for rule in resource.get("Metadata", {}).get("cdk_nag", {}).get("rules_to_suppress", [])
+    ]
+    return {"nag_findings": findings, "nag_acknowledged": acknowledged}
 
 
 def synth_pipeline(
@@ -80,7 +111,7 @@ def synth_pipeline(
     pipeline = IdempotentOrderPipeline(stack, "Pipeline", **props, **extra)
     if after is not None:
         after(stack, pipeline)
-    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app), ServerlessChecks(app))
+    nag.add_checks(app)
     return _synthesize(app, stack, pipeline, outdir)
 
 
@@ -102,7 +133,7 @@ def customer_managed_key_and_alarm_topic(stack: cdk.Stack) -> dict[str, Any]:
     key = aws_kms.Key(stack, "PipelineKey", enable_key_rotation=True, description="Order pipeline data")
     key.grant(aws_iam.ServicePrincipal("cloudwatch.amazonaws.com"), "kms:Decrypt", "kms:GenerateDataKey")
     alarm_topic = aws_sns.Topic(stack, "AlarmTopic", master_key=key, enforce_ssl=True)
-    return {"encryption_key": key, "alarm_action": alarm_topic}
+    return {"encryption_key": key, "alarm_actions": [aws_cloudwatch_actions.SnsAction(alarm_topic)]}
 
 
 def resources_of_type(template_json: dict[str, Any], resource_type: str) -> dict[str, dict[str, Any]]:

@@ -13,12 +13,13 @@ from aws_cdk.assertions import Template
 from bench.prices import PRICES
 from idempotent_order_pipeline import OUTCOME_METRICS, AlarmThreshold, IdempotentOrderPipeline
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.metric_names import RECONCILER_METRICS
-from idempotent_order_pipeline.monitoring import ALARM_KEYS, DEFAULT_RUNBOOK
+from idempotent_order_pipeline.monitoring import ALARM_KEYS, DEFAULT_RUNBOOK, EVENT_SOURCE_METRICS
 from tests.infra.synth import REPO, Synthesized, SynthesizedApp, logical_id, resources_of_type
 
 EXPECTED_ALARMS = set(ALARM_KEYS)
 SUSTAINED = {
     "oldest_message_too_old",
+    "messages_polled_not_deleted",
     "function_errors",
     "function_throttles",
     "processed_events_throttles",
@@ -422,7 +423,8 @@ def test_docs_cost_line_matches_the_default_template(default_pipeline: Synthesiz
     metrics = alarm_metric_count(template)
     dashboards = len(resources_of_type(template, "AWS::CloudWatch::Dashboard"))
     # WHEN the monthly cost of the defaults is computed from it
-    custom = len(OUTCOME_METRICS) + len(RECONCILER_METRICS)  # the reconciler is on by default
+    # the reconciler and the event source mapping's metrics are on by default
+    custom = len(OUTCOME_METRICS) + len(RECONCILER_METRICS) + len(EVENT_SOURCE_METRICS)
     total = metrics * ALARM_METRIC_USD + dashboards * DASHBOARD_USD + custom * CUSTOM_METRIC_USD
     # THEN the page states the same counts and total
     line = (
@@ -520,10 +522,12 @@ def test_alarm_prop_errors_are_collected_together(fresh_stack: cdk.Stack) -> Non
 
 def test_alarms_with_actions_but_no_runbook_url_warn(fresh_stack: cdk.Stack) -> None:
     # GIVEN alarms with an action and no runbook_url
-    from aws_cdk import aws_sns
+    from aws_cdk import aws_cloudwatch_actions, aws_sns
     from aws_cdk.assertions import Annotations, Match
 
-    IdempotentOrderPipeline(fresh_stack, "Pipeline", alarm_action=aws_sns.Topic(fresh_stack, "Pager"))
+    IdempotentOrderPipeline(
+        fresh_stack, "Pipeline", alarm_actions=[aws_cloudwatch_actions.SnsAction(aws_sns.Topic(fresh_stack, "Pager"))]
+    )
     # WHEN the annotations are read
     # THEN a warning says to pass runbook_url
     Annotations.from_stack(fresh_stack).has_warning(
@@ -543,3 +547,119 @@ def test_override_values_that_are_tokens_are_left_to_cloudformation(fresh_stack:
         logical_id(fresh_stack, pipeline.alarms["conflicts"])
     ]["Properties"]
     assert properties["Threshold"] == {"Ref": "Threshold"}
+
+
+def test_deprecated_alarm_action_warns_naming_alarm_actions_and_still_notifies(fresh_stack: cdk.Stack) -> None:
+    # GIVEN the deprecated alarm_action topic next to an alarm_actions entry
+    from aws_cdk import aws_cloudwatch_actions, aws_sns
+
+    pager, chat = aws_sns.Topic(fresh_stack, "Pager"), aws_sns.Topic(fresh_stack, "Chat")
+    # WHEN the pipeline is built
+    with pytest.warns(
+        DeprecationWarning, match=r"use alarm_actions=\[aws_cloudwatch_actions\.SnsAction\(topic\)\]"
+    ) as seen:
+        pipeline = IdempotentOrderPipeline(
+            fresh_stack,
+            "Pipeline",
+            alarm_action=pager,
+            alarm_actions=[aws_cloudwatch_actions.SnsAction(chat)],
+            runbook_url="https://runbooks.example.com/orders",
+        )
+    # THEN the warning points at the caller's line, and every alarm notifies both topics, on ALARM and OK
+    assert [warning.filename for warning in seen] == [__file__]
+    template = Template.from_stack(fresh_stack)
+    expected = [{"Ref": logical_id(fresh_stack, chat)}, {"Ref": logical_id(fresh_stack, pager)}]
+    alarms = template.find_resources("AWS::CloudWatch::Alarm")
+    assert len(alarms) == len(pipeline.alarms) > 0
+    for alarm in alarms.values():
+        assert alarm["Properties"]["AlarmActions"] == expected
+        assert alarm["Properties"]["OKActions"] == expected
+
+
+def test_the_event_source_mapping_publishes_its_event_counts_by_default(default_pipeline: Synthesized) -> None:
+    # GIVEN the default pipeline
+    mappings = resources_of_type(default_pipeline.template_json, "AWS::Lambda::EventSourceMapping")
+    # WHEN its event source mapping is read
+    # THEN it publishes the EventCount metrics (polled, filtered, invoked, failed, deleted)
+    assert [m["Properties"].get("MetricsConfig") for m in mappings.values()] == [{"Metrics": ["EventCount"]}]
+
+
+def test_messages_polled_and_never_deleted_raise_a_sustained_alarm(default_pipeline: Synthesized) -> None:
+    # GIVEN the default pipeline's event source mapping
+    mapping = next(iter(resources_of_type(default_pipeline.template_json, "AWS::Lambda::EventSourceMapping")))
+    # WHEN the messages_polled_not_deleted alarm is read
+    properties = alarm_properties(default_pipeline, "messages_polled_not_deleted")
+    queries = {query["Id"]: query for query in properties["Metrics"]}
+    # THEN it fires when, for alarm_evaluation_periods 5-minute windows, messages were polled and none deleted,
+    # reading the mapping's own PolledEventCount and DeletedEventCount
+    assert queries["expr_1"]["Expression"] == "IF(FILL(polled, 0) > 0 AND FILL(deleted, 0) == 0, 1, 0)"
+    for name, metric_name in (("polled", "PolledEventCount"), ("deleted", "DeletedEventCount")):
+        stat = queries[name]["MetricStat"]
+        assert stat["Metric"]["Namespace"] == "AWS/Lambda"
+        assert stat["Metric"]["MetricName"] == metric_name
+        assert stat["Metric"]["Dimensions"] == [{"Name": "EventSourceMappingUUID", "Value": {"Ref": mapping}}]
+        assert (stat["Period"], stat["Stat"]) == (300, "Sum")
+    assert properties["Threshold"] == 1
+    assert properties["EvaluationPeriods"] == 3
+    assert properties["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+    assert properties["TreatMissingData"] == "notBreaching"
+
+
+def test_the_dashboard_shows_the_event_source_mapping_counts(default_pipeline: Synthesized) -> None:
+    # GIVEN the default pipeline's dashboard
+    dashboard = next(iter(resources_of_type(default_pipeline.template_json, "AWS::CloudWatch::Dashboard").values()))
+    body = json.dumps(dashboard["Properties"]["DashboardBody"])
+    # WHEN its widgets are read
+    # THEN one graphs the mapping's five EventCount metrics
+    assert "Event source mapping: polled, filtered, invoked, failed, deleted" in body
+    for metric_name in EVENT_SOURCE_METRICS:
+        assert f'\\"{metric_name}\\"' in body, metric_name
+
+
+def test_event_source_metrics_false_publishes_none_and_drops_their_alarm(fresh_stack: cdk.Stack) -> None:
+    # GIVEN event_source_metrics=False
+    pipeline = IdempotentOrderPipeline(fresh_stack, "Pipeline", event_source_metrics=False)
+    template = Template.from_stack(fresh_stack).to_json()
+    # WHEN the mapping, the alarms and the dashboard are read
+    mappings = resources_of_type(template, "AWS::Lambda::EventSourceMapping")
+    body = json.dumps(next(iter(resources_of_type(template, "AWS::CloudWatch::Dashboard").values())))
+    # THEN no metrics config, no messages_polled_not_deleted alarm, no widget; the other alarms stay
+    assert [m["Properties"].get("MetricsConfig") for m in mappings.values()] == [None]
+    assert "messages_polled_not_deleted" not in pipeline.alarms
+    assert "function_errors" in pipeline.alarms
+    assert "PolledEventCount" not in body
+
+
+def test_create_alarms_false_creates_none_and_defines_every_one(fresh_stack: cdk.Stack) -> None:
+    # GIVEN create_alarms=False and one alarm re-tuned
+    pipeline = IdempotentOrderPipeline(
+        fresh_stack,
+        "Pipeline",
+        create_alarms=False,
+        alarm_overrides={"function_errors": AlarmThreshold(threshold=5, evaluation_periods=4, datapoints_to_alarm=2)},
+    )
+    # WHEN the template and alarm_definitions are read
+    template = Template.from_stack(fresh_stack)
+    # THEN no CloudWatch alarm exists, and every alarm key is defined with its own threshold and periods
+    template.resource_count_is("AWS::CloudWatch::Alarm", 0)
+    assert dict(pipeline.alarms) == {}
+    assert set(pipeline.alarm_definitions) == set(ALARM_KEYS)
+    errors = pipeline.alarm_definitions["function_errors"]
+    assert (errors.threshold, errors.evaluation_periods, errors.datapoints_to_alarm) == (5, 4, 2)
+    age = pipeline.alarm_definitions["oldest_message_too_old"]
+    assert (age.threshold, age.evaluation_periods) == (900, 3)
+    assert "Runbook (oldest_message_too_old)" in age.description
+
+
+def test_alarm_definitions_match_the_alarms_created(default_pipeline: Synthesized) -> None:
+    # GIVEN the default pipeline, whose alarms are created
+    pipeline = default_pipeline.pipeline
+    # WHEN each definition is compared with its alarm's template
+    # THEN threshold, periods, datapoints and description are the same
+    assert set(pipeline.alarm_definitions) == set(pipeline.alarms) == set(ALARM_KEYS)
+    for key, definition in pipeline.alarm_definitions.items():
+        properties = alarm_properties(default_pipeline, key)
+        assert properties["Threshold"] == definition.threshold, key
+        assert properties["EvaluationPeriods"] == definition.evaluation_periods, key
+        assert properties.get("DatapointsToAlarm", definition.evaluation_periods) == definition.datapoints_to_alarm
+        assert properties["AlarmDescription"] == definition.description, key

@@ -250,7 +250,8 @@ def overridden() -> Synthesized:
         template=template,
         template_json=template.to_json(),
         template_path=None,  # type: ignore[arg-type]  # not written by these tests
-        nag_report={},
+        nag_findings=[],
+        nag_acknowledged=[],
     )
 
 
@@ -427,7 +428,7 @@ CHECKS: list[tuple[str, Build, str]] = [
     (
         "DLQ keeping messages shorter than the queue",
         _dlq_keeping_less_than_the_queue,
-        r"existing_dead_letter_queue keeps messages 172800s: must be longer than the queue's retention \(345600s\)",
+        r"existing_dead_letter_queue keeps messages 2 days: must be longer than the queue's retention \(4 days\)",
     ),
     (
         "queue encrypted with another key",
@@ -477,7 +478,7 @@ CHECKS: list[tuple[str, Build, str]] = [
     (
         "dead_letter_queue_props shortening the DLQ's retention",
         lambda s: {"dead_letter_queue_props": {"retention_period": days(1)}},
-        r"dead_letter_queue_props\['retention_period'\]=86400s: must be longer than retention_period \(345600s\)",
+        r"dead_letter_queue_props\['retention_period'\]=1 day: must be longer than retention_period \(4 days\)",
     ),
     (
         "queue_props setting the redrive policy",
@@ -528,7 +529,7 @@ CHECKS: list[tuple[str, Build, str]] = [
     (
         "queue_props of the wrong type",
         lambda s: {"queue_props": 5},
-        r"queue_props=5: expected a mapping of keyword arguments or a props struct, got int",
+        r"queue_props=5 \(int\): allowed a mapping of keyword arguments or aws_sqs.QueueProps or None",
     ),
 ]
 
@@ -594,7 +595,9 @@ def test_existing_queue_with_visibility_below_six_times_the_timeout_warns(fresh_
     # THEN a warning names the value and the recommendation
     Annotations.from_stack(fresh_stack).has_warning(
         "/TestStack/Pipeline",
-        Match.string_like_regexp(r"existing_queue has visibility timeout 60s, below 6x function_timeout \(180s\)"),
+        Match.string_like_regexp(
+            r"existing_queue has visibility timeout 1 minute, below 6x function_timeout \(3 minutes\)"
+        ),
     )
 
 

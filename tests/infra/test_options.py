@@ -400,7 +400,7 @@ def test_identity_fields_string_is_reported_with_the_other_errors(fresh_stack: c
     with pytest.raises(ValueError, match="invalid props") as raised:
         IdempotentOrderPipeline(fresh_stack, "Pipeline", identity_fields="order_id", memory_size=1)
     # THEN both are in the one error
-    assert "identity_fields='order_id': allowed a sequence of field names" in str(raised.value)
+    assert "identity_fields='order_id' (str): allowed a sequence of field names" in str(raised.value)
     assert "memory_size=1" in str(raised.value)
 
 

@@ -33,8 +33,8 @@ def test_parameter_name_is_powertools_published_path_for_the_pinned_release() ->
 
 
 def test_pinned_version_is_the_one_the_handler_is_tested_with() -> None:
-    # GIVEN the Powertools version the handler is tested with (requirements-dev.txt)
-    requirements = (REPO / "requirements-dev.txt").read_text().splitlines()
+    # GIVEN the Powertools version the handler is tested with (requirements-test.txt)
+    requirements = (REPO / "requirements-test.txt").read_text().splitlines()
     # WHEN the layer module's version is compared with it
     # THEN they agree (bump them together)
     assert f"aws-lambda-powertools=={POWERTOOLS_VERSION}" in requirements

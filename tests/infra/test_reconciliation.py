@@ -211,15 +211,16 @@ def test_the_dashboard_shows_the_reconciler(default_pipeline: Synthesized) -> No
         ({"reconcile_every": cdk.Duration.seconds(90)}, r"reconcile_every=90s"),
         (
             {"reconcile_after": cdk.Duration.minutes(10)},
-            r"reconcile_after=600s: must be at least visibility_timeout x max_receive_count \(180s x 5 = 900s\)",
+            r"reconcile_after=10 minutes: must be at least visibility_timeout x max_receive_count "
+            r"\(3 minutes x 5 = 15 minutes\)",
         ),
         (
             {"reconcile_after": cdk.Duration.minutes(20), "max_receive_count": 10},
-            r"reconcile_after=1200s: .*\(180s x 10 = 1800s\)",
+            r"reconcile_after=20 minutes: .*\(3 minutes x 10 = 30 minutes\)",
         ),
         (
             {"reconcile_after": cdk.Duration.minutes(15), "visibility_timeout": cdk.Duration.minutes(4)},
-            r"reconcile_after=900s: .*\(240s x 5 = 1200s\)",
+            r"reconcile_after=15 minutes: .*\(4 minutes x 5 = 20 minutes\)",
         ),
     ],
 )

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import inspect
 import re
+from dataclasses import fields
+from enum import Enum
 from typing import Any
 
 import aws_cdk as cdk
@@ -11,6 +13,7 @@ import pytest
 from aws_cdk.assertions import Annotations, Match, Template
 
 from idempotent_order_pipeline import IdempotentOrderPipeline
+from idempotent_order_pipeline.props import DEFAULTS, PROP_NAMES, PipelineProps, describe_default
 from tests.infra.synth import REPO, Synthesized
 
 seconds = cdk.Duration.seconds
@@ -44,13 +47,13 @@ INVALID_PROPS: list[tuple[dict[str, Any], str]] = [
     ({"identity_fields": ("order_id", "order_id")}, r"identity_fields=\('order_id', 'order_id'\): allowed"),
     ({"identity_fields": ("order_id,customer_id",)}, r"identity_fields=\('order_id,customer_id',\): allowed"),
     ({"identity_fields": (" order_id",)}, r"identity_fields=\(' order_id',\): allowed"),
-    ({"identity_fields": "order_id"}, r"identity_fields='order_id': allowed a sequence of field names"),
+    ({"identity_fields": "order_id"}, r"identity_fields='order_id' \(str\): allowed a sequence of field names"),
     ({"service_name": ""}, r"service_name='': allowed a non-empty name"),
     ({"metrics_namespace": "AWS/Lambda"}, r"metrics_namespace='AWS/Lambda': allowed a non-empty namespace"),
     ({"oldest_message_age_threshold": seconds(0)}, r"oldest_message_age_threshold=0s: allowed more than 0"),
     (
         {"oldest_message_age_threshold": days(4)},
-        r"oldest_message_age_threshold=345600s: must be less than retention_period \(345600s\)",
+        r"oldest_message_age_threshold=4 days: must be less than retention_period \(4 days\)",
     ),
     ({"alarm_evaluation_periods": 0}, r"alarm_evaluation_periods=0: allowed 1 or more"),
 ]
@@ -164,7 +167,7 @@ def test_visibility_timeout_below_six_times_the_function_timeout_adds_a_warning(
     # THEN the construct carries a warning naming both values
     Annotations.from_stack(warned_stack).has_warning(
         "/WarnedStack/Pipeline",
-        Match.string_like_regexp(r"visibility_timeout=60s is below 6x function_timeout \(180s\)"),
+        Match.string_like_regexp(r"visibility_timeout=1 minute is below 6x function_timeout \(3 minutes\)"),
     )
 
 
@@ -177,33 +180,59 @@ def test_defaults_add_no_warning(default_pipeline: Synthesized) -> None:
     annotations.has_no_error("*", Match.any_value())
 
 
-def test_every_prop_states_its_default_once_in_the_docstring() -> None:
-    # GIVEN the constructor's keyword-only props and the class docstring
+def _keyword_props() -> dict[str, inspect.Parameter]:
     parameters = inspect.signature(IdempotentOrderPipeline.__init__).parameters
-    props = {name: p for name, p in parameters.items() if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    return {name: p for name, p in parameters.items() if p.kind is inspect.Parameter.KEYWORD_ONLY}
+
+
+def _code_default(value: object) -> str:
+    """A default as the props table writes it: ``Duration.days(4)``, ``RemovalPolicy.RETAIN``, ``("order_id",)``."""
+    if isinstance(value, cdk.Duration):
+        total = int(value.to_seconds())
+        unit, size = next(
+            (u, s) for u, s in (("days", 86_400), ("hours", 3600), ("minutes", 60), ("seconds", 1)) if not total % s
+        )
+        return f"Duration.{unit}({total // size})"
+    if isinstance(value, Enum):
+        return f"{type(value).__name__}.{value.name}"
+    return repr(value).replace("'", '"')
+
+
+def test_the_signature_takes_every_default_from_the_props_dataclass() -> None:
+    # GIVEN the constructor's keyword-only parameters and PipelineProps' fields
+    props = _keyword_props()
+    dataclass_fields = {field.name: field for field in fields(PipelineProps)}
+    # WHEN they are compared, the deprecated alarm_action aside
+    assert props.pop("alarm_action").default is None
+    # THEN the names, their order, the type annotations and the default values are the same
+    assert list(props) == list(dataclass_fields) == list(PROP_NAMES)
+    for name, parameter in props.items():
+        assert parameter.annotation == dataclass_fields[name].type, name
+        assert parameter.default is getattr(DEFAULTS, name), name
+
+
+def test_every_prop_states_its_default_in_the_docstring() -> None:
+    # GIVEN the class docstring and the props' defaults (Durations and enums included)
     docstring = inspect.getdoc(IdempotentOrderPipeline) or ""
     documented = dict(re.findall(r":param (\w+): (.*?)(?=\n:param |\Z)", docstring, flags=re.DOTALL))
     # WHEN each prop's documentation is read
-    # THEN every prop is documented with a default, and simple literal defaults match the signature
-    assert set(props) <= set(documented)
-    for name, parameter in props.items():
+    # THEN every prop is documented, and its "Default:" starts with the default value (``30 seconds``, ...)
+    assert set(_keyword_props()) <= set(documented)
+    for name in PROP_NAMES:
         text = " ".join(documented[name].split())
         assert "Default:" in text, name
-        if isinstance(parameter.default, bool | int | str) or parameter.default is None:
-            stated = text.split("Default:", 1)[1]
-            assert re.match(rf"\s*'?{re.escape(str(parameter.default))}'?\b", stated), (name, stated)
+        stated = text.split("Default:", 1)[1].strip()
+        assert stated.startswith(describe_default(getattr(DEFAULTS, name))), (name, stated)
+        assert re.match(r"[\s.,(]|$", stated.removeprefix(describe_default(getattr(DEFAULTS, name)))), (name, stated)
 
 
 def test_docs_props_table_lists_every_prop_with_its_default() -> None:
-    # GIVEN the props table of docs/construct.md and the constructor's signature
+    # GIVEN the props table of docs/construct.md and the props' defaults (Durations and enums included)
     page = (REPO / "docs" / "construct.md").read_text()
     section = page.split("\n## Props\n", 1)[1].split("\n## ", 1)[0]
     rows = dict(re.findall(r"^\| `(\w+)` \| (.+?) \|", section, flags=re.MULTILINE))
-    parameters = inspect.signature(IdempotentOrderPipeline.__init__).parameters
-    props = {name: p for name, p in parameters.items() if p.kind is inspect.Parameter.KEYWORD_ONLY}
-    # WHEN each row is compared with the signature
-    # THEN every prop has a row, and simple literal defaults are the same in both
-    assert set(rows) == set(props)
-    for name, parameter in props.items():
-        if isinstance(parameter.default, bool | int | str) or parameter.default is None:
-            assert rows[name].startswith(f"`{parameter.default!r}`".replace("'", '"')), (name, rows[name])
+    # WHEN each row is compared with PipelineProps
+    # THEN every prop has a row (the deprecated alarm_action none), starting with its default as code
+    assert set(rows) == set(PROP_NAMES)
+    for name in PROP_NAMES:
+        assert rows[name].startswith(f"`{_code_default(getattr(DEFAULTS, name))}`"), (name, rows[name])
