@@ -430,7 +430,8 @@ class IdempotentOrderPipeline(Construct):
             self.alarm_factory, resources_watched, oldest_message_age_threshold=oldest_message_age_threshold
         )
         self.reconciliation: reconciliation.Reconciliation | None = self._create_reconciliation()
-        """The scheduled reconciler (function, rule, ``pending_too_old`` alarm); None with ``reconcile_every=None``."""
+        """The scheduled reconciler (function, rule, ``pending_too_old`` and ``reconciler_errors`` alarms); None
+        with ``reconcile_every=None``."""
         self.alarms: Mapping[str, aws_cloudwatch.Alarm] = MappingProxyType(self.alarm_factory.alarms)
         """Every alarm, by key (``dead_letter_queue_not_empty``, ``conflicts``, ...), less those turned off."""
         self.dashboard: aws_cloudwatch.Dashboard | None = (

@@ -94,3 +94,7 @@ class OutOfTimeError(TransientError):
 
 class OrderSendError(OrderPipelineError):
     """SQS did not accept an order message from the producer (after the client's own retries)."""
+
+
+class ReconciliationFailedError(OrderPipelineError):
+    """A reconciliation run ended on an unforeseen error; its metrics went out, the invocation fails."""
