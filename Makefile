@@ -98,11 +98,11 @@ BENCH := PYTHONPATH=$(CURDIR):$(CURDIR)/lambdas:$(CURDIR)/infra $(BIN)/python -m
 BENCH_ARGS ?=
 
 .PHONY: bench
-bench: $(STAMP) ## Consumers at Lambda's CPU share per memory size (cgroups, ~10 min); writes bench/results.json, the chart, README
+bench: $(STAMP) ## Consumers at Lambda's CPU share per memory size (cgroups, ~10 min); writes bench/results.json, the chart, docs/performance.md, the README's figures
 	$(BENCH) $(BENCH_ARGS)
 
 .PHONY: bench-quick
-bench-quick: $(STAMP) ## The same benchmark, fewer batches (under 3 minutes); writes only what --out names (BENCH_ARGS)
+bench-quick: $(STAMP) ## The same benchmark, fewer batches (under 3 minutes); writes only what --out/--page/--readme/--chart name (BENCH_ARGS)
 	$(BENCH) --quick $(BENCH_ARGS)
 
 # KILL_CHAOS_KILLS: SIGKILLs of the handler process per queue type in the kill-chaos step (make test: 15).

@@ -1,9 +1,9 @@
 """``python -m bench [--quick]``: run the benchmark, print the tables, write the results.
 
 ``make bench`` runs the full benchmark and writes ``bench/results.json`` (the contract's shape),
-``bench/results-detail.json``, the chart ``docs/memory-sweep.png`` and the README's "Performance"
-section, all from one run. ``make bench-quick`` runs fewer batches and writes nothing unless asked
-(``--out``, ``--readme``, ``--chart``).
+``bench/results-detail.json``, the chart ``docs/memory-sweep.png``, the page ``docs/performance.md``
+and the README's headline figures, all from one run. ``make bench-quick`` runs fewer batches and
+writes nothing unless asked (``--out``, ``--page``, ``--readme``, ``--chart``).
 
 One run: cold starts in fresh interpreters; the consumers on moto in-process (correctness, calls,
 request units); the Lambda-CPU sweep, each consumer in its own capped process against the HTTP
@@ -55,7 +55,12 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--no-caps", action="store_true", help="do not try cgroups (the run is labelled uncapped)")
     parser.add_argument("--out", type=Path, help="results JSON (default: bench/results.json, none with --quick)")
-    parser.add_argument("--readme", type=Path, help="README to update (default: README.md, none with --quick)")
+    parser.add_argument(
+        "--page", type=Path, help=f"performance page to write (default: {report.PAGE_PATH}, none with --quick)"
+    )
+    parser.add_argument(
+        "--readme", type=Path, help="README whose headline figures to update (default: README.md, none with --quick)"
+    )
     parser.add_argument("--chart", type=Path, help=f"chart PNG (default: {report.CHART_PATH}, none with --quick)")
     parser.add_argument("--seed", type=int, default=7, help="seed of the generated orders")
     return parser.parse_args(argv)
@@ -88,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     memory_sizes = tuple(sorted(set(args.memory))) if args.memory else capped.MEMORY_SIZES
     latencies = tuple(args.capped_latency_ms) if args.capped_latency_ms else capped.LATENCIES_MS
     out = args.out or (None if args.quick else REPO_ROOT / "bench" / "results.json")
+    page = args.page or (None if args.quick else REPO_ROOT / report.PAGE_PATH)
     readme = args.readme or (None if args.quick else REPO_ROOT / "README.md")
     chart_path = args.chart or (None if args.quick else REPO_ROOT / report.CHART_PATH)
     console = Console(file=sys.stdout, width=None if sys.stdout.isatty() else 220)
@@ -180,10 +186,10 @@ def main(argv: list[str] | None = None) -> int:
         calls_check=calls_check,
     )
     report.print_report(info, results, checks, by_latency, components, console)
+    contract = report.contract_json(
+        args.latency_ms, results, default_memory_mb=memory_mb, lambda_cpu=by_latency[contract_latency]
+    )
     if out is not None:
-        contract = report.contract_json(
-            args.latency_ms, results, default_memory_mb=memory_mb, lambda_cpu=by_latency[contract_latency]
-        )
         report.write_json(out, contract)
         detail = report.details_json(info, results, checks, report.sweep_json(sweep, by_latency, components))
         report.write_json(out.with_name(out.stem + "-detail.json"), detail)
@@ -203,9 +209,12 @@ def main(argv: list[str] | None = None) -> int:
             subtitle=f"{info.command}, {info.date}; {info.cpus} shared CPUs, load average {info.load}",
         )
         say(f"drew {chart_path}")
+    if page is not None:
+        report.write_page(page, report.markdown(info, results, checks, by_latency, components))
+        say(f"wrote {page}")
     if readme is not None:
-        report.update_readme(readme, report.markdown(info, results, checks, by_latency, components))
-        say(f"updated the {report.README_HEADING!r} section of {readme}")
+        report.update_headline(readme, report.headline(contract))
+        say(f"updated the headline figures of {readme}")
     return 0
 
 

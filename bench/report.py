@@ -1,9 +1,9 @@
-"""The outputs: ``bench/results.json`` (the contract's shape), details, a rich table, the README section."""
+"""The outputs: ``bench/results.json`` (the contract's shape), details, a rich table, ``docs/performance.md``
+and the README's headline figures."""
 
 from __future__ import annotations
 
 import json
-import re
 import textwrap
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -17,10 +17,16 @@ from bench.capped import SweepResult
 from bench.prices import PRICE_REGION, PRICE_SOURCES, PRICES, PRICES_CHECKED
 from bench.summary import LAMBDA_CPU_CONSUMERS, OPERATION_ABBREVIATIONS, Figures, MemoryFigures, Target
 
-README_HEADING = "## Performance"
-README_WIDTH = 100
-#: The chart, relative to the repository root (and to the README).
+#: The page ``make bench`` writes, relative to the repository root.
+PAGE_PATH = "docs/performance.md"
+PAGE_HEADING = "# Performance"
+#: Prose is wrapped at the width of the rest of the docs.
+TEXT_WIDTH = 100
+#: The chart, relative to the repository root; the page sits beside it.
 CHART_PATH = "docs/memory-sweep.png"
+#: The README's headline figures sit between these two lines, and only there.
+HEADLINE_START = "<!-- headline figures: written by make bench from bench/results.json -->"
+HEADLINE_END = "<!-- end of headline figures -->"
 
 
 @dataclass(frozen=True)
@@ -163,7 +169,7 @@ def _calls(total: float, by_operation: Mapping[str, float]) -> str:
 
 
 def table_rows(info: RunInfo, results: Mapping[str, Figures]) -> tuple[list[str], list[list[str]]]:
-    """The moto table (in-process, uncapped): header and rows shared by the rich table and the README."""
+    """The moto table (in-process, uncapped): header and rows shared by the rich table and the page."""
     header = [
         "consumer",
         f"batch of 10 @{info.latency_ms:g} ms/call, moto, uncapped (ms)",
@@ -324,10 +330,10 @@ def _print_table(console: Console, title: str, header: list[str], rows: list[lis
 
 
 def _wrap(text: str, bullet: bool = False) -> str:
-    """Prose wrapped like the rest of the README (100 columns)."""
+    """Prose wrapped like the rest of the docs (100 columns)."""
     if bullet:
-        return textwrap.fill(text, width=README_WIDTH, initial_indent="- ", subsequent_indent="  ")
-    return textwrap.fill(text, width=README_WIDTH)
+        return textwrap.fill(text, width=TEXT_WIDTH, initial_indent="- ", subsequent_indent="  ")
+    return textwrap.fill(text, width=TEXT_WIDTH)
 
 
 def _markdown_table(header: list[str], rows: list[list[str]], *, left: tuple[int, ...] = (0,)) -> list[str]:
@@ -346,8 +352,9 @@ def markdown(
     sweeps: Mapping[float, Mapping[int, MemoryFigures]],
     components: Mapping[str, Mapping[str, float]],
 ) -> str:
+    chart = Path(CHART_PATH).relative_to(Path(PAGE_PATH).parent).as_posix()
     lines = [
-        README_HEADING,
+        PAGE_HEADING,
         "",
         _wrap(
             "Three consumers of the same SQS order batches, measured side by side in one run as Lambda runs them: "
@@ -357,15 +364,15 @@ def markdown(
             "other), `powertools` is Powertools' `BatchProcessor` + `@idempotent_function` around a conditional "
             "put and a publish, `ours` is the product's handler `order_consumer.handler`, unchanged (`naive`, put "
             "+ publish without idempotency, is a floor: in the moto table and the detail file). The method, and "
-            "why in-process figures alone misled, is in [docs/benchmark.md](docs/benchmark.md). Reproduce with:"
+            "why in-process figures alone misled, is in [benchmark.md](benchmark.md). Reproduce with:"
         ),
         "",
         "```bash",
-        "make bench        # the full run: bench/results.json (+ results-detail.json), the chart and this section",
+        "make bench        # the full run: bench/results.json (+ -detail), the chart, this page, the README's figures",
         'make bench-quick  # the same shape, fewer batches, under 3 minutes; BENCH_ARGS="--out r.json" writes it',
         "```",
         "",
-        f"![Batch latency and USD per million orders against Lambda memory, one line per consumer]({CHART_PATH})",
+        f"![Batch latency and USD per million orders against Lambda memory, one line per consumer]({chart})",
         "",
         _wrap(f"Memory: {info.recommendation}"),
         "",
@@ -395,15 +402,45 @@ def markdown(
     return "\n".join(lines) + "\n"
 
 
-def update_readme(readme: Path, section: str) -> None:
-    """Replace the README's Performance section (up to the next ``## `` heading), or append it."""
+def write_page(page: Path, text: str) -> None:
+    """Write ``docs/performance.md`` (the whole page is the run's)."""
+    page.write_text(text, encoding="utf-8")
+
+
+def headline(results: Mapping[str, Any]) -> str:
+    """The README's headline figures, from ``bench/results.json`` alone (so a test can recompute them)."""
+    memory = results["default_memory_mb"]
+    consumers = results["consumers"]
+    capped = results["lambda_cpu"][str(memory)]
+    names = [n for n in LAMBDA_CPU_CONSUMERS if n in consumers and n in capped["consumers"]]
+    latency = _number(results["latency_ms_per_call"])
+    rows = [
+        (
+            f"batch of 10 new orders, {latency} ms per AWS call, median ms"
+            + ("" if capped["capped"] else " (CPU NOT capped)"),
+            [f"{capped['consumers'][n]['batch10_ms']:.0f}" for n in names],
+        ),
+        ("USD per million orders", [f"{consumers[n]['usd_per_million']:.2f}" for n in names]),
+        ("AWS calls per message, first delivery", [f"{consumers[n]['calls_per_msg_first']:g}" for n in names]),
+        ("cold import, ms", [f"{consumers[n]['cold_import_ms']:.0f}" for n in names]),
+        ("duplicate rows, every message delivered twice", [f"{consumers[n]['duplicate_rows']:,}" for n in names]),
+    ]
+    lines = [
+        HEADLINE_START,
+        f"| at {memory:,} MB | " + " | ".join(names) + " |",
+        "|---|" + "---:|" * len(names),
+        *(f"| {label} | " + " | ".join(values) + " |" for label, values in rows),
+        HEADLINE_END,
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def update_headline(readme: Path, block: str) -> None:
+    """Replace the README's headline block (between its markers), or append it when there is none."""
     text = readme.read_text(encoding="utf-8")
-    pattern = re.compile(rf"^{re.escape(README_HEADING)}\n.*?(?=^## |\Z)", re.MULTILINE | re.DOTALL)
-    if pattern.search(text):
-        following = pattern.search(text)
-        assert following is not None
-        tail = text[following.end() :]
-        updated = text[: following.start()] + section + ("\n" + tail if tail else "")
+    start, end = text.find(HEADLINE_START), text.find(HEADLINE_END)
+    if start != -1 and end > start:
+        updated = text[:start] + block + text[end + len(HEADLINE_END) :].removeprefix("\n")
     else:
-        updated = text.rstrip("\n") + "\n\n" + section
+        updated = text.rstrip("\n") + "\n\n" + block
     readme.write_text(updated, encoding="utf-8")

@@ -4,8 +4,8 @@ checkov reads ``Metadata: {checkov: {skip: [{id, comment}]}}`` on a CloudFormati
 reports the check as skipped with that comment; cdk-nag's acknowledgements are the same idea
 (see ``IdempotentOrderPipeline._acknowledge_findings``). Each suppression below applies only
 where its reason holds: e.g. ``CKV_AWS_27`` (SQS encryption) only without ``encryption_key``, and
-``CKV_AWS_117`` (VPC) only when the function is not in one. The README's "cdk-nag and checkov
-acknowledgements" table lists the same ids (a test keeps them equal).
+``CKV_AWS_117`` (VPC) only when the function is not in one. ``docs/compliance.md``
+lists the same ids (a test keeps them equal).
 """
 
 from __future__ import annotations

@@ -209,7 +209,7 @@ class IdempotentOrderPipeline(Construct):
         (changing it replaces the alarms, which hold no state). Default: None (the service name,
         see ``service_name``, unique per stack and construct path).
     :param runbook_url: the runbook every alarm's description links, next to what it means.
-        Default: None (the description points at this library's README runbook section; a warning
+        Default: None (the description names this library's runbook, in docs/operations.md; a warning
         when the alarms have actions).
     :param alarm_overrides: per alarm key (``monitoring.ALARM_KEYS``): False to not create it, or an
         ``AlarmThreshold(threshold=, evaluation_periods=, datapoints_to_alarm=)``. Default: None
@@ -695,7 +695,7 @@ class IdempotentOrderPipeline(Construct):
         }
 
     def _acknowledge_findings(self, function: aws_lambda.Function, role: aws_iam.Role) -> None:
-        """cdk-nag findings this construct's design answers (each reason is in the README too)."""
+        """cdk-nag findings this construct's design answers (each reason is in docs/compliance.md too)."""
         default_policy = role.node.find_child("DefaultPolicy")
         Validations.of(default_policy).acknowledge(
             Acknowledgment(
@@ -733,12 +733,13 @@ class IdempotentOrderPipeline(Construct):
                 Acknowledgment(
                     id="Serverless::Serverless-SQSRedrivePolicy",
                     reason="This is the dead-letter queue: messages stay 14 days for an operator to inspect and "
-                    "redrive (README runbook); a dead-letter queue of a dead-letter queue would only move the problem.",
+                    "redrive (the runbook in docs/operations.md); a dead-letter queue of a dead-letter queue would "
+                    "only move the problem.",
                 )
             )
 
     def _suppress_checkov_findings(self) -> None:
-        """checkov findings this design answers, as resource metadata (each reason is in the README too)."""
+        """checkov findings this design answers, as resource metadata (each reason is in docs/compliance.md too)."""
 
         def reconciler_parts(child: str) -> list[IConstruct]:
             return [self.reconciliation.node.find_child(child)] if self.reconciliation is not None else []

@@ -11,14 +11,14 @@ Two kinds of alarm:
 Missing data is not breaching: no traffic is not an incident. The one exception is the
 reconciler's ``pending_too_old``: its metric is emitted by every run that could read the index, so
 its absence means the reconciler stopped reporting (killed, failing to read, or not scheduled).
-What to do when each fires is in the README ("Runbook: when an alarm fires"), one row per key of
-:data:`ALARM_KEYS`.
+What to do when each fires is in ``docs/operations.md`` ("Runbook: when an alarm fires"), one row
+per key of :data:`ALARM_KEYS`.
 
 Every alarm is made by :class:`AlarmFactory`, after cdk-monitoring-constructs' ``AlarmFactory``:
 a stable name (``<alarm_name_prefix>-<key>``), a description saying what the alarm means and
 linking the runbook, the same ``IAlarmAction`` list on ALARM and (unless ``ok_actions=False``) OK,
 and per-alarm opt-out or thresholds from ``alarm_overrides``. Sub-constructs add their alarms
-through the pipeline's ``alarm_factory`` (register the key in :data:`ALARM_KEYS` and the README).
+through the pipeline's ``alarm_factory`` (register the key in :data:`ALARM_KEYS` and ``docs/operations.md``).
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ ALARM_KEYS = (
     "reconciler_errors",  # the reconciler's, with reconcile_every set
 )
 #: Where each description points on-call when no ``runbook_url`` is given.
-DEFAULT_RUNBOOK = "README of idempotent-order-pipeline, section 'Runbook: when an alarm fires'"
+DEFAULT_RUNBOOK = "docs/operations.md of idempotent-order-pipeline, section 'Runbook: when an alarm fires'"
 #: Leaves room for ``-<key>`` within CloudWatch's 255 characters.
 MAX_ALARM_NAME_PREFIX_LENGTH = 200
 MAX_RUNBOOK_URL_LENGTH = 512

@@ -364,7 +364,8 @@ def _check_alarm_naming(props: PipelineProps, findings: Findings) -> None:
         findings.warnings.append(
             (
                 "no-runbook-url",
-                "alarms notify on-call but runbook_url=None: their descriptions point at this library's README; "
+                "alarms notify on-call but runbook_url=None: their descriptions name this library's runbook "
+                "(docs/operations.md); "
                 "pass runbook_url= to link your team's runbook",
             )
         )

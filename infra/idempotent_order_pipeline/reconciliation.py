@@ -254,7 +254,7 @@ class Reconciliation(Construct):
         return statements
 
     def _acknowledge_findings(self, role: aws_iam.Role, *, tracing: bool) -> None:
-        """cdk-nag findings the design answers (the same rules, with these reasons, are in the README)."""
+        """cdk-nag findings the design answers (the same rules, with these reasons, are in docs/compliance.md)."""
         Validations.of(role.node.find_child("DefaultPolicy")).acknowledge(
             Acknowledgment(
                 id="AwsSolutions::AwsSolutions-IAM5[Resource::*]",

@@ -1,6 +1,6 @@
 """``make endpoint``: a local AWS endpoint any CDK app can deploy the construct onto, until Ctrl-C.
 
-For an adopter's own app (README, "Use it in your own app"): it starts the moto server (with the
+For an adopter's own app (``docs/adopting.md``): it starts the moto server (with the
 sandbox's moto fixes), runs ``cdk bootstrap`` and writes the variables that point the CDK CLI,
 boto3 and ``order-pipeline`` at it to an env file (``source`` it). Unlike ``make sandbox`` it
 deploys nothing itself and runs no consumer: it is the account to deploy into. An app that keeps

@@ -1,4 +1,4 @@
-"""The bench runs end to end with tiny numbers and writes results, chart and README in the contract's shape.
+"""The bench runs end to end with tiny numbers and writes results, chart, page and README figures, in shape.
 
 Speed is never asserted here (the machine is shared); only that the run works, the JSON has the
 issues' shape (7, then 12), and the counts each peer's algorithm implies. The product consumer is a
@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from bench.report import headline
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TODAY_FIELDS = {
@@ -57,11 +59,11 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     directory = tmp_path_factory.mktemp("bench")
     readme = directory / "README.md"
     readme.write_text("# Top\n\nintro\n", encoding="utf-8")
-    out, chart = directory / "results.json", directory / "sweep.png"
+    out, chart, page = directory / "results.json", directory / "sweep.png", directory / "performance.md"
     command = [sys.executable, "-m", "bench", "--quick", "--batches", "1", "--zero-latency-batches", "1"]
     command += ["--import-samples", "1", "--rounds", "1", "--profile-batches", "1", "--capped-latency-ms", "5"]
     command += [arg for size in MEMORY_SIZES for arg in ("--memory", str(size))]
-    command += ["--out", str(out), "--readme", str(readme), "--chart", str(chart)]
+    command += ["--out", str(out), "--page", str(page), "--readme", str(readme), "--chart", str(chart)]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(str(REPO_ROOT / p) for p in ("", "lambdas", "infra"))}
     # WHEN the bench runs with tiny numbers, as make bench runs it
     completed = subprocess.run(  # noqa: S603 - our own interpreter and module
@@ -71,6 +73,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return {
         "results": json.loads(out.read_text(encoding="utf-8")),
         "details": json.loads((directory / "results-detail.json").read_text(encoding="utf-8")),
+        "page": page.read_text(encoding="utf-8"),
         "readme": readme.read_text(encoding="utf-8"),
         "chart": chart.read_bytes(),
         "stdout": completed.stdout,
@@ -138,7 +141,7 @@ def test_the_capped_run_says_whether_it_was_capped(run: dict[str, Any]) -> None:
         )
         assert "cgroup v" in sweep["caps"]
     else:
-        assert "NOT capped" in run["readme"]
+        assert "NOT capped" in run["page"]
 
 
 @pytest.mark.parametrize("name", list(EXPECTED))
@@ -210,15 +213,23 @@ def test_targets_are_the_issues(run: dict[str, Any]) -> None:
     ]
 
 
-def test_readme_section_states_machine_load_caps_and_shows_the_chart(run: dict[str, Any], tmp_path: Path) -> None:
-    readme = run["readme"]
-    assert readme.startswith("# Top\n\nintro\n\n## Performance\n")
-    assert "make bench" in readme
-    assert "load average" in readme
-    assert "Machine:" in readme
-    assert ("capped by cgroup" in readme) or ("NOT capped" in readme)
-    assert "![Batch latency and USD per million orders" in readme
-    assert "(docs/memory-sweep.png)" in readme
-    assert "| **ours** |" in readme
+def test_page_states_machine_load_caps_and_shows_the_chart(run: dict[str, Any], tmp_path: Path) -> None:
+    # GIVEN the performance page the tiny run wrote
+    page = run["page"]
+    # THEN it is the whole page: how it was run, on what, capped or not, the chart beside it, the tables
+    assert page.startswith("# Performance\n")
+    assert "make bench" in page
+    assert "load average" in page
+    assert "Machine:" in page
+    assert ("capped by cgroup" in page) or ("NOT capped" in page)
+    assert "![Batch latency and USD per million orders" in page
+    assert "(memory-sweep.png)" in page
+    assert "| **ours** |" in page
     # THEN the chart is a PNG
     assert run["chart"].startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def test_readme_gets_the_headline_figures_of_the_results_it_wrote(run: dict[str, Any]) -> None:
+    # GIVEN the README the tiny run updated, and the results.json it wrote
+    # THEN the README holds exactly the headline block recomputed from that results.json
+    assert run["readme"] == "# Top\n\nintro\n\n" + headline(run["results"])

@@ -1,4 +1,4 @@
-"""The bench's accounting rules: item sizes, request units, cost per million orders, README section."""
+"""The bench's accounting rules: item sizes, request units, cost per million orders, the README's headline block."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from bench import units
 from bench.prices import PRICES, cost_per_million
-from bench.report import README_HEADING, update_readme
+from bench.report import HEADLINE_END, HEADLINE_START, update_headline
 
 
 @pytest.mark.parametrize(
@@ -116,24 +116,28 @@ def test_cost_per_million_adds_every_line() -> None:
     assert cost.total == pytest.approx(sum(v for k, v in cost.as_dict().items() if k != "total"))
 
 
-def test_readme_section_is_replaced_in_place_and_the_rest_kept(tmp_path: Path) -> None:
-    # GIVEN a README with a top, an old Performance section and a section after it
+def test_headline_block_is_replaced_in_place_and_the_rest_kept(tmp_path: Path) -> None:
+    # GIVEN a README with text before and after an old headline block
     readme = tmp_path / "README.md"
-    readme.write_text(f"# Top\n\nintro\n\n{README_HEADING}\n\nold figures\n\n## Later\n\nkept\n", encoding="utf-8")
-    # WHEN the section is written twice
-    update_readme(readme, f"{README_HEADING}\n\nnew figures\n")
-    update_readme(readme, f"{README_HEADING}\n\nnewer figures\n")
-    # THEN only the section changed, once
+    old = f"{HEADLINE_START}\n| old |\n{HEADLINE_END}\n"
+    readme.write_text(f"# Top\n\nintro\n\n{old}\nafter\n\n## Later\n\nkept\n", encoding="utf-8")
+    # WHEN the block is written twice
+    update_headline(readme, f"{HEADLINE_START}\n| new |\n{HEADLINE_END}\n")
+    update_headline(readme, f"{HEADLINE_START}\n| newer |\n{HEADLINE_END}\n")
+    # THEN only the block changed, once
     assert readme.read_text(encoding="utf-8") == (
-        f"# Top\n\nintro\n\n{README_HEADING}\n\nnewer figures\n\n## Later\n\nkept\n"
+        f"# Top\n\nintro\n\n{HEADLINE_START}\n| newer |\n{HEADLINE_END}\n\nafter\n\n## Later\n\nkept\n"
     )
 
 
-def test_readme_section_is_appended_when_absent(tmp_path: Path) -> None:
+def test_headline_block_is_appended_when_absent(tmp_path: Path) -> None:
+    # GIVEN a README without the markers
     readme = tmp_path / "README.md"
     readme.write_text("# Top\n\nintro\n", encoding="utf-8")
-    update_readme(readme, f"{README_HEADING}\n\nfigures\n")
-    assert readme.read_text(encoding="utf-8") == f"# Top\n\nintro\n\n{README_HEADING}\n\nfigures\n"
+    # WHEN the block is written
+    update_headline(readme, f"{HEADLINE_START}\n| figures |\n{HEADLINE_END}\n")
+    # THEN it is appended after a blank line
+    assert readme.read_text(encoding="utf-8") == f"# Top\n\nintro\n\n{HEADLINE_START}\n| figures |\n{HEADLINE_END}\n"
 
 
 def test_batched_notifications_cut_the_sns_line_tenfold() -> None:

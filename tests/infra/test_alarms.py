@@ -417,9 +417,9 @@ def alarm_metric_count(template: dict[str, Any]) -> int:
     return count
 
 
-def test_readme_cost_line_matches_the_default_template(default_pipeline: Synthesized) -> None:
-    # GIVEN the default template and the README's cost line
-    readme = " ".join((REPO / "README.md").read_text().split())
+def test_docs_cost_line_matches_the_default_template(default_pipeline: Synthesized) -> None:
+    # GIVEN the default template and the cost line of docs/operations.md
+    page = " ".join((REPO / "docs" / "operations.md").read_text().split())
     template = default_pipeline.template_json
     alarms = len(resources_of_type(template, "AWS::CloudWatch::Alarm"))
     metrics = alarm_metric_count(template)
@@ -427,25 +427,35 @@ def test_readme_cost_line_matches_the_default_template(default_pipeline: Synthes
     # WHEN the monthly cost of the defaults is computed from it
     custom = len(OUTCOME_METRICS) + len(RECONCILER_METRICS)  # the reconciler is on by default
     total = metrics * ALARM_METRIC_USD + dashboards * DASHBOARD_USD + custom * CUSTOM_METRIC_USD
-    # THEN the README states the same counts and total
+    # THEN the page states the same counts and total
     line = (
         f"{alarms} alarms watching {metrics} metrics ({metrics * ALARM_METRIC_USD:.2f} USD), "
         f"{dashboards} dashboard ({dashboards * DASHBOARD_USD:.2f} USD) and {custom} custom "
         f"metrics ({custom * CUSTOM_METRIC_USD:.2f} USD): about {total:.2f} USD per month"
     )
-    assert line in readme, line
+    assert line in page, line
 
 
-def test_readme_alarm_table_has_a_row_per_alarm_key() -> None:
-    # GIVEN the README's "Alarms" table and the runbook the descriptions name
-    readme = (REPO / "README.md").read_text()
-    section = readme.split("## Alarms\n", 1)[1].split("\n## ", 1)[0]
+def test_sandbox_page_counts_the_alarms_of_the_dev_stage(synthesized_app: SynthesizedApp) -> None:
+    # GIVEN the dev stage the sandbox deploys, and docs/sandbox.md's list of what moto skips
+    page = " ".join((REPO / "docs" / "sandbox.md").read_text().split())
+    # WHEN its alarms are counted
+    alarms = len(resources_of_type(synthesized_app.stages["dev"].template_json, "AWS::CloudWatch::Alarm"))
+    # THEN the page states that number
+    assert f"`AWS::CloudWatch::Alarm` ({alarms} alarms)" in page
+
+
+def test_docs_alarm_table_has_a_row_per_alarm_key() -> None:
+    # GIVEN the "Alarms" table of docs/operations.md and the runbook the descriptions name
+    page = (REPO / "docs" / "operations.md").read_text()
+    section = page.split("\n## Alarms\n", 1)[1].split("\n## ", 1)[0]
     first_cells = [line.split("|")[1] for line in section.splitlines() if line.startswith("| `")]
     documented = {key for cell in first_cells for key in re.findall(r"`(\w+)`", cell)}
     # WHEN they are compared with the alarm keys
     # THEN every key has a row (and no row names an alarm that does not exist), and the runbook exists
     assert documented == set(ALARM_KEYS)
-    assert "### Runbook: when an alarm fires" in readme
+    assert "\n## Runbook: when an alarm fires\n" in page
+    assert DEFAULT_RUNBOOK.startswith("docs/operations.md of ")
     assert "section 'Runbook: when an alarm fires'" in DEFAULT_RUNBOOK
 
 

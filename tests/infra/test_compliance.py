@@ -27,27 +27,25 @@ ACCEPTED_CFN_LINT_RULES = {"W3005"}
 LINT_REGIONS = ["us-east-1", "eu-west-1", "ap-southeast-2"]
 
 
-README_SECTION = "## cdk-nag and checkov acknowledgements"
+#: The page that lists every acknowledged finding with its reason.
+COMPLIANCE_PAGE = REPO / "docs" / "compliance.md"
 #: checkov runs from its own virtualenv (requirements-checkov.txt; `make venv` creates it).
 CHECKOV = Path(os.environ.get("CHECKOV", REPO / ".venv-checkov" / "bin" / "checkov"))
 SHIPPED_CHECKOV_REASONS = {s.check_id: s.reason for s, _ in compliance.CHECKOV_SUPPRESSIONS}
 
 
-def readme_section() -> str:
-    readme = (REPO / "README.md").read_text()
-    return readme.split(README_SECTION, 1)[1].split("\n## ", 1)[0]
+def documented_acknowledgements() -> set[str]:
+    """The cdk-nag rule ids listed in docs/compliance.md."""
+    page = COMPLIANCE_PAGE.read_text()
+    return set(re.findall(r"`((?:AwsSolutions|Serverless)-[A-Za-z0-9]+(?:\[[^\]`]+\])?)`", page))
 
 
-def readme_acknowledgements() -> set[str]:
-    """The cdk-nag rule ids listed in README.md's acknowledgements section."""
-    return set(re.findall(r"`((?:AwsSolutions|Serverless)-[A-Za-z0-9]+(?:\[[^\]`]+\])?)`", readme_section()))
-
-
-def readme_checkov_rows() -> dict[str, str]:
-    """checkov check id -> the reason in the README's table."""
+def documented_checkov_rows() -> dict[str, str]:
+    """checkov check id -> the reason in docs/compliance.md's table."""
+    page = COMPLIANCE_PAGE.read_text()
     return {
         check_id: reason.strip()
-        for check_id, reason in re.findall(r"^\| `(CKV_AWS_\d+)` \| [^|]+ \| ([^|]+) \|$", readme_section(), re.M)
+        for check_id, reason in re.findall(r"^\| `(CKV_AWS_\d+)` \| [^|]+ \| ([^|]+) \|$", page, re.M)
     }
 
 
@@ -67,7 +65,7 @@ def test_cdk_nag_finds_nothing_unacknowledged(all_configurations: dict[str, Synt
 
 
 @pytest.mark.parametrize("configuration", CONFIGURATIONS)
-def test_every_acknowledgement_has_a_reason_listed_in_the_readme(
+def test_every_acknowledgement_has_a_reason_listed_in_the_docs(
     all_configurations: dict[str, Synthesized], configuration: str
 ) -> None:
     # GIVEN the findings acknowledged in a configuration
@@ -76,12 +74,12 @@ def test_every_acknowledgement_has_a_reason_listed_in_the_readme(
         for plugin in all_configurations[configuration].nag_report["pluginReports"]
         for violation in plugin.get("suppressedViolations", [])
     ]
-    # WHEN they are compared with the README's list
-    # THEN each carries a reason, and each rule is explained in the README
+    # WHEN they are compared with the list of docs/compliance.md
+    # THEN each carries a reason, and each rule is explained there
     assert suppressed
     for violation in suppressed:
         assert len(violation["reason"]) > 40, violation["ruleName"]
-    assert {violation["ruleName"] for violation in suppressed} <= readme_acknowledgements()
+    assert {violation["ruleName"] for violation in suppressed} <= documented_acknowledgements()
 
 
 @pytest.mark.parametrize("configuration", CONFIGURATIONS)
@@ -203,10 +201,10 @@ def test_a_suppression_applies_only_where_its_reason_holds(
     assert [s.check_id for s in compliance.applicable(facts)] == expected
 
 
-def test_readme_table_lists_every_checkov_suppression_with_its_reason() -> None:
+def test_docs_table_lists_every_checkov_suppression_with_its_reason() -> None:
     # GIVEN the suppressions the construct ships
-    # WHEN the README's table is read
-    rows = readme_checkov_rows()
+    # WHEN the table of docs/compliance.md is read
+    rows = documented_checkov_rows()
     # THEN it has one row per check id, with the same reason
     assert rows == SHIPPED_CHECKOV_REASONS
 

@@ -194,10 +194,10 @@ def test_every_prop_states_its_default_once_in_the_docstring() -> None:
             assert re.match(rf"\s*'?{re.escape(str(parameter.default))}'?\b", stated), (name, stated)
 
 
-def test_readme_props_table_lists_every_prop_with_its_default() -> None:
-    # GIVEN the README's props table and the constructor's signature
-    readme = (REPO / "README.md").read_text()
-    section = readme.split("## Props", 1)[1].split("\n## ", 1)[0]
+def test_docs_props_table_lists_every_prop_with_its_default() -> None:
+    # GIVEN the props table of docs/construct.md and the constructor's signature
+    page = (REPO / "docs" / "construct.md").read_text()
+    section = page.split("\n## Props\n", 1)[1].split("\n## ", 1)[0]
     rows = dict(re.findall(r"^\| `(\w+)` \| (.+?) \|", section, flags=re.MULTILINE))
     parameters = inspect.signature(IdempotentOrderPipeline.__init__).parameters
     props = {name: p for name, p in parameters.items() if p.kind is inspect.Parameter.KEYWORD_ONLY}

@@ -6,7 +6,7 @@ from tests.reliability.test_stateful import STATS
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """Print what the chaos run tried, the figures the README's Reliability table quotes."""
+    """Print what the chaos run tried, the figures docs/reliability.md's table quotes."""
     if STATS.examples:
         terminalreporter.write_line(
             f"reliability: {STATS.examples} generated scenarios, {STATS.steps} consumer steps, "

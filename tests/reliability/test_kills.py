@@ -85,7 +85,7 @@ _deserializer = TypeDeserializer()
 
 @dataclass
 class KillStats:
-    """What one run did (the README's Reliability table quotes the total of ``make reliability``)."""
+    """What one run did (docs/reliability.md's table quotes the total of ``make reliability``)."""
 
     kills: int = 0
     invocations: int = 0

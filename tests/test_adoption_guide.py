@@ -1,6 +1,6 @@
-"""README "Use it in your own app", run as written: from an empty directory to the CLI on the endpoint.
+"""docs/adopting.md ("Use it in your own app"), run as written: from an empty directory to the CLI on the endpoint.
 
-The ``bash`` blocks of that section run unchanged, in order, in a temporary directory: the
+The ``bash`` blocks of that page run unchanged, in order, in a temporary directory: the
 install (the wheel built from this checkout as ``PIPELINE_SOURCE``), the two-pipeline app and its
 ``cdk synth``, ``make endpoint`` (in the background, as "another terminal"), then ``cdk deploy``
 with the real CDK CLI and the operator CLI against the deployed stack, which has no outputs.
@@ -30,19 +30,16 @@ import pytest
 pytestmark = pytest.mark.e2e
 
 REPO = Path(__file__).resolve().parents[1]
-SECTION = "## Use it in your own app"
+PAGE = REPO / "docs" / "adopting.md"
 ENV_FILE = REPO / ".sandbox" / "endpoint.env"
 SOURCES = ("pyproject.toml", "README.md", "LICENSE", "CHANGELOG.md", "MANIFEST.in", "infra")
 ENDPOINT_TIMEOUT_SECONDS = 300
 STEP_TIMEOUT_SECONDS = 900
 
 
-def readme_blocks() -> list[str]:
-    """The ``bash`` code blocks of the section, in order."""
-    text = (REPO / "README.md").read_text()
-    start = text.index(f"\n{SECTION}\n")
-    end = text.find("\n## ", start + len(SECTION) + 2)
-    return re.findall(r"```bash\n(.*?)```", text[start : end if end != -1 else None], re.S)
+def page_blocks() -> list[str]:
+    """The ``bash`` code blocks of the page, in order."""
+    return re.findall(r"```bash\n(.*?)```", PAGE.read_text(), re.S)
 
 
 def build_wheel(tmp_path: Path) -> Path:
@@ -77,7 +74,7 @@ def dependencies_dir(tmp_path: Path) -> Path:
 
 
 def run_block(block: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    completed = subprocess.run(  # noqa: S603  (bash running the README's own commands)
+    completed = subprocess.run(  # noqa: S603  (bash running the page's own commands)
         ["bash", "-euo", "pipefail", "-c", block],  # noqa: S607
         cwd=cwd,
         env=env,
@@ -91,7 +88,7 @@ def run_block(block: str, cwd: Path, env: dict[str, str]) -> subprocess.Complete
 
 def test_use_it_in_your_own_app_works_as_written(tmp_path: Path) -> None:
     # GIVEN the section's blocks: install, app + synth, the endpoint, deploy + CLI
-    install, app, endpoint_command, operate = readme_blocks()
+    install, app, endpoint_command, operate = page_blocks()
     assert endpoint_command.split()[:2] == ["make", "-C"]
     assert endpoint_command.split()[-1] == "endpoint"
     # AND an environment as an adopter's, offline: the wheel of this checkout, no AWS settings
@@ -128,7 +125,7 @@ def test_use_it_in_your_own_app_works_as_written(tmp_path: Path) -> None:
 
     # WHEN the endpoint runs ("another terminal") and the deploy-and-operate block runs in shop/
     ENV_FILE.unlink(missing_ok=True)
-    server = subprocess.Popen(  # noqa: S603  (bash running the README's own command)
+    server = subprocess.Popen(  # noqa: S603  (bash running the page's own command)
         ["bash", "-euo", "pipefail", "-c", endpoint_command],  # noqa: S607
         cwd=work,
         env={**clone_env, "PIPELINE_REPO": str(REPO)},
