@@ -17,8 +17,7 @@ from .contract.parked import (
     MAX_MESSAGE_ATTRIBUTES,
     PARKED_ATTRIBUTE,
     Envelope,
-    envelope_of,
-    unparked,
+    producer_attributes,
 )
 
 if TYPE_CHECKING:
@@ -64,15 +63,17 @@ def dead_letter_attributes(
     otherwise all of them are packed into the envelope, so a producer's own ``error_code`` or
     ``original_attributes`` survives the trip.
     """
-    earlier = envelope_of(attributes, string_key="stringValue")
-    originals = unparked(attributes, earlier)
-    if earlier is not None:
-        originals.update(earlier.packed)
+    originals = producer_attributes(attributes)
     fits = len(originals) + len(ADDED_ATTRIBUTES) <= MAX_MESSAGE_ATTRIBUTES
     packed = not fits or any(name in ADDED_ATTRIBUTES for name in originals)
     result: dict[str, MessageAttributeValueTypeDef] = {}
     if not packed:
-        result.update({name: _send_format(value) for name, value in originals.items()})
+        try:
+            result.update({name: _send_format(value) for name, value in originals.items()})
+        except ValueError:
+            # A binaryValue that is not base64 (only a hand-built event has one): it cannot be sent
+            # as a binary attribute, but the envelope carries its text as it came.
+            result, packed = {}, True
     envelope = Envelope(packed={name: _packed_format(value) for name, value in originals.items()})
     result[PARKED_ATTRIBUTE] = {"DataType": "String", "StringValue": envelope.to_json(with_packed=packed)}
     result["error_code"] = {"DataType": "String", "StringValue": error.error_code}

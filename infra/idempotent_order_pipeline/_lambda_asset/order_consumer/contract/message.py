@@ -50,6 +50,7 @@ from .keys import (
     payload_sha256,
     resolve_event_id,
 )
+from .parked import producer_attributes
 
 ORDER_ID_FIELD = "order_id"
 PAYLOAD_SHA256_FIELD = "payload_sha256"
@@ -343,8 +344,12 @@ def parse_order_message(
     check_identifier(order_id, "body field 'order_id'")
     if PAYLOAD_SHA256_FIELD in order:
         raise InvalidMessageError(f"body field {PAYLOAD_SHA256_FIELD!r} is reserved for the pipeline")
+    # A message a move task brought back from the DLQ carries the consumer's envelope: its packed
+    # originals (the idempotency key among them) are the producer's attributes.
     check_attributes(attributes or {})
-    event_id = resolve_event_id(order, string_attribute(attributes or {}, IDEMPOTENCY_KEY_ATTRIBUTE), identity_fields)
+    originals = producer_attributes(attributes or {})
+    check_attributes(originals)
+    event_id = resolve_event_id(order, string_attribute(originals, IDEMPOTENCY_KEY_ATTRIBUTE), identity_fields)
     fingerprint = payload_sha256(order)
     row = {**order, EVENT_ID_FIELD: event_id, PAYLOAD_SHA256_FIELD: fingerprint}
     item = _to_item(row)
