@@ -7,6 +7,7 @@ Per record (an SQS record of the Lambda event)::
         record sent, same payload      -> nothing                       -> duplicate
         record pending, same payload   -> notify -> mark sent           -> republished
         order row only, same payload   -> nothing                       -> duplicate
+          ... its own record pending   -> notify it -> mark it sent     -> republished (an older key)
         other payload under either key -> park in DLQ (IDEMPOTENCY_CONFLICT)
     invalid message                    -> park in DLQ (INVALID_MESSAGE, ITEM_TOO_LARGE, ...)
     transient failure                  -> report in batchItemFailures; SQS redelivers
@@ -42,7 +43,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, TypeVar
 
@@ -63,7 +64,7 @@ from .contract.sns_ids import sns_group_id
 from .dead_letter import DeadLetterQueue, ParkRequest
 from .notifier import Notification, Notifier
 from .observability import logger
-from .store import STATUS_SENT, ExistingEvent, OrderStore
+from .store import STATUS_SENT, ExistingEvent, ExistingOrder, OrderStore
 
 #: Default worker threads: one per record of a default batch (10).
 DEFAULT_MAX_WORKERS = 10
@@ -383,6 +384,15 @@ class OrderPipeline:
                 )
             elif isinstance(collision, ExistingEvent) and collision.status != STATUS_SENT:
                 # A previous delivery wrote the order but did not get to mark it sent: publish again.
+                republish = True
+            elif (
+                isinstance(collision, ExistingOrder)
+                and collision.event_id != message.event_id
+                and self._store.adopt_pending(collision.event_id, message.payload_sha256)
+            ):
+                # The row's own record is still pending (left by a version that keyed it otherwise):
+                # finish that record, under its own event id.
+                message = replace(message, event_id=collision.event_id)
                 republish = True
             else:
                 outcome = Outcome.DUPLICATE
