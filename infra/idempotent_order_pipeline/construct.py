@@ -43,6 +43,7 @@ from idempotent_order_pipeline import (
     resources,
 )
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.metric_names import OUTCOME_METRICS
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.parked import MAX_MESSAGE_BYTES
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_index import PENDING_INDEX_NAME
 from idempotent_order_pipeline.discovery import mark as mark_for_discovery
 from idempotent_order_pipeline.keys import DEFAULT_IDENTITY_FIELDS
@@ -167,6 +168,10 @@ class IdempotentOrderPipeline(Construct):
         ``max_batching_window``, AWS's advice for SQS event sources).
     :param retention_period: how long the queue keeps a message, less than the dead-letter queue's
         fixed 14 days. Default: 4 days.
+    :param max_message_size: the queue's maximum message size in bytes (body and attributes, as SQS
+        counts them), from 1024 to 262144. Default: 262144 (256 KiB, the largest message the consumer is
+        built and tested for). The dead-letter queue's is fixed at 1 MiB, so every message the queue
+        accepts can be parked whole with its reason.
     :param record_retention: how long an idempotency record lives after its notification was sent
         (``RECORD_TTL_SECONDS``: the ``sent`` mark sets ``ttl``; a ``pending`` record never expires);
         must exceed ``retention_period`` + 14 days, so a record outlives every copy of its message.
@@ -292,6 +297,7 @@ class IdempotentOrderPipeline(Construct):
         visibility_timeout: Duration | None = None,
         retention_period: Duration = DEFAULT_RETENTION_PERIOD,
         record_retention: Duration = DEFAULT_RECORD_RETENTION,
+        max_message_size: int = MAX_MESSAGE_BYTES,
         identity_fields: Sequence[str] = DEFAULT_IDENTITY_FIELDS,
         service_name: str | None = None,
         metrics_namespace: str = "IdempotentOrderPipeline",
@@ -341,6 +347,7 @@ class IdempotentOrderPipeline(Construct):
             visibility_timeout=visibility_timeout,
             retention_period=retention_period,
             record_retention=record_retention,
+            max_message_size=max_message_size,
             identity_fields=identity_fields,
             service_name=service_name,
             metrics_namespace=metrics_namespace,
