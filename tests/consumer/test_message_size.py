@@ -65,7 +65,7 @@ def worst_case(attribute_share: float, character: str, count: int) -> tuple[str,
         (0.99, "\u00e9", 10),  # packed (10 originals), each 2-byte character escaped to 6 in the envelope
         (0.99, "\U0001f600", 10),  # packed, 4-byte characters escaped to 12
         (0.99, "\u00e9", 6),  # copied beside the reason
-        (0.99, "\t\"\\\\", 10),  # tab, quote, backslash: each escaped to 2 bytes by the envelope
+        (0.99, '\t"\\\\', 10),  # tab, quote, backslash: each escaped to 2 bytes by the envelope
     ],
     ids=["all-body", "packed-2-byte", "packed-4-byte", "copied", "packed-escapes"],
 )

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 #: The one status a record found through the index must still have (the store's ``STATUS_PENDING``).
 STATUS_PENDING = "pending"
+STATUS_SENT = "sent"
 #: BatchGetItem's limit, and how often its unprocessed keys are tried again within one call.
 MAX_BATCH_GET_KEYS = 100
 BATCH_GET_ATTEMPTS = 3
@@ -118,13 +119,30 @@ class PendingIndex:
         Raises:
             StoreUnavailableError: a call failed.
         """
+        records, _, unread = self.read_listed(event_ids)
+        return records, unread
+
+    def read_listed(self, event_ids: Sequence[str]) -> tuple[list[PendingRecord], list[str], set[str]]:
+        """Like :meth:`read_pending`, plus the ids of records ``sent`` that still carry a shard.
+
+        Those stay in the index for ever unless released: a rollback to 0.1.0 marks records sent
+        without removing ``pending_shard`` (or setting ``ttl``).
+
+        Raises:
+            StoreUnavailableError: a call failed.
+        """
         items, unread = self._batch_get(
             self._events_table,
             "event_id",
             event_ids,
-            projection="event_id, #status, order_id, payload_sha256, created_at",
+            projection=f"event_id, #status, order_id, payload_sha256, created_at, {PENDING_SHARD_ATTRIBUTE}",
             names={"#status": "status"},
         )
+        stale = [
+            _text(item, "event_id")
+            for item in items
+            if _text(item, "status") == STATUS_SENT and PENDING_SHARD_ATTRIBUTE in item
+        ]
         records = [
             PendingRecord(
                 event_id=_text(item, "event_id"),
@@ -135,7 +153,7 @@ class PendingIndex:
             for item in items
             if _text(item, "status") == STATUS_PENDING
         ]
-        return records, unread
+        return records, stale, unread
 
     def read_order_rows(self, order_ids: Sequence[str]) -> tuple[dict[str, OrderRow], set[str]]:
         """The rows of ``order_ids`` that exist (consistent reads), by order id, and the ids left unread.

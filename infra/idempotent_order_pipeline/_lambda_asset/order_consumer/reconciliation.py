@@ -80,6 +80,8 @@ class RunReport:
     left_pending: int = 0
     #: Pending records whose order row is missing or another event's (never notified, logged).
     anomalies: int = 0
+    #: Records found sent but still in the index (marked by 0.1.0 after a rollback), taken out of it.
+    released: int = 0
     #: Age of the oldest record older than the threshold still pending when the run ended (0: none).
     #: A lower bound when ``shards_unread`` is not 0: the unread shards may hold older records.
     oldest_pending_age_seconds: int = 0
@@ -102,6 +104,7 @@ class RunReport:
         self.reconciled += part.reconciled
         self.already_sent += part.already_sent
         self.anomalies += part.anomalies
+        self.released += part.released
         self.errors.extend(part.errors)
 
     def as_dict(self) -> dict[str, object]:
@@ -111,6 +114,7 @@ class RunReport:
             "already_sent": self.already_sent,
             "left_pending": self.left_pending,
             "anomalies": self.anomalies,
+            "released": self.released,
             "oldest_pending_age_seconds": self.oldest_pending_age_seconds,
             "shards_unread": self.shards_unread,
             "complete": self.complete,
@@ -312,13 +316,18 @@ class Reconciler:
         """Confirm, publish and mark one chunk; return the creation times of what it left pending."""
         created = {entry.event_id: entry.created_at for entry in chunk}
         try:
-            records, unread = self._index.read_pending([entry.event_id for entry in chunk])
+            records, stale, unread = self._index.read_listed([entry.event_id for entry in chunk])
             rows, rows_unread = self._index.read_order_rows([record.order_id for record in records])
         except TransientError as exc:
             report.errors.append(str(exc))
             logger.warning("pending records not read", extra={"error": str(exc)[:500]})
             return list(created.values())
         report.already_sent += len(created) - len(records) - len(unread)
+        for event_id in stale:  # sent, yet still indexed (marked by 0.1.0 after a rollback)
+            try:
+                report.released += self._store.release_sent(event_id)
+            except OrderPipelineError as exc:  # the next run finds it again
+                report.errors.append(str(exc))
         left = [created[event_id] for event_id in unread]
         notifications: list[Notification] = []
         for record in records:

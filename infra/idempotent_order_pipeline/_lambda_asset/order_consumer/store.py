@@ -57,6 +57,10 @@ MARK_SENT = f"SET #status = :sent, sent_at = :now, #ttl = :ttl REMOVE {PENDING_S
 # without escaping): put it in the pending index and drop the ttl 0.1.0 gave it, so it is found by
 # the reconciler and `pending` and never expires while pending.
 ADOPT_PENDING = f"SET {PENDING_SHARD_ATTRIBUTE} = :shard REMOVE #ttl"
+# A record marked sent by a version that left it in the pending index (0.1.0 after a rollback):
+# out of the index, and an expiry if it has none (from now: later than its true sent time, never earlier).
+SENT_STILL_INDEXED = f"#status = :sent AND attribute_exists({PENDING_SHARD_ATTRIBUTE})"
+RELEASE_SENT = f"SET #ttl = if_not_exists(#ttl, :ttl) REMOVE {PENDING_SHARD_ATTRIBUTE}"
 #: TransactWriteItems' limit of items per call.
 MAX_TRANSACTION_ITEMS = 100
 
@@ -224,6 +228,34 @@ class OrderStore:
             if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
                 return False  # sent, gone, or another content: nothing left to notify for it
             raise _translate(exc, "the pending check of the order row's event") from exc
+        except BotoCoreError as exc:
+            raise StoreUnavailableError(f"DynamoDB unreachable: {exc}") from exc
+        return True
+
+    def release_sent(self, event_id: str) -> bool:
+        """Take a ``sent`` record out of the pending index and give it a ``ttl`` if it has none.
+
+        Returns False when it was not such a record any more (nothing changed).
+
+        Raises:
+            StoreUnavailableError: the call failed.
+        """
+        try:
+            self._client.update_item(
+                TableName=self._events_table,
+                Key={"event_id": {"S": event_id}},
+                UpdateExpression=RELEASE_SENT,
+                ConditionExpression=SENT_STILL_INDEXED,
+                ExpressionAttributeNames={"#status": "status", "#ttl": "ttl"},
+                ExpressionAttributeValues={
+                    ":sent": {"S": STATUS_SENT},
+                    ":ttl": {"N": str(int(self._clock()) + self._ttl_seconds)},
+                },
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                return False
+            raise _translate(exc, "the release of a sent record from the pending index") from exc
         except BotoCoreError as exc:
             raise StoreUnavailableError(f"DynamoDB unreachable: {exc}") from exc
         return True
