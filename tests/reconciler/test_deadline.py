@@ -34,8 +34,8 @@ ROOT = Path(__file__).resolve().parents[2]
 BUDGET_MS = 17_000
 #: Lambda ends an invocation at its deadline; the parent gives the child this much more, then kills it.
 KILL_AFTER_S = 1.0
-#: Time for every child to import before the invocations start.
-STARTUP_S = 10.0
+#: The longest the children may take to import (on a loaded machine) before the invocations start.
+STARTUP_S = 180.0
 CASES = {
     "publish-never-answers": ("publish", HANG),
     "publish-trickles": ("publish", TRICKLE),
@@ -47,6 +47,7 @@ CASES = {
 
 CHILD = """
 import json, os, sys, time
+from pathlib import Path
 from idempotent_order_pipeline._lambda_asset.order_consumer import reconciler
 from idempotent_order_pipeline._lambda_asset.order_consumer.reconciler import CLIENT_CONFIG, ReconcilerClients
 from tests.consumer.test_deadline import ENV, RealContext
@@ -60,11 +61,11 @@ reconciler.configure(
     ),
     {**ENV, "RECONCILE_AFTER_SECONDS": "900"},
 )
-# The invocation starts once every child has imported (Lambda's init is outside the timeout) and
-# ends at the deadline the parent set (CLOCK_MONOTONIC is the same in every process).
+# Imported (Lambda's init is outside the timeout): say so, then the parent gives the deadline, one
+# instant of CLOCK_MONOTONIC, the same in every process.
+Path(sys.argv[2]).touch()
 context = RealContext(0)
-context.deadline = float(sys.argv[2])
-time.sleep(max(0.0, context.deadline - int(sys.argv[3]) / 1000 - time.monotonic()))
+context.deadline = float(sys.stdin.readline())
 answer = reconciler.handler({}, context)
 print(json.dumps({"left_ms": context.get_remaining_time_in_millis(), "answer": answer}), flush=True)
 os._exit(0)  # Lambda freezes the sandbox once the handler returned: no interpreter shutdown to wait for
@@ -86,20 +87,32 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, dict[st
     folder = tmp_path_factory.mktemp("reconciler-deadline")
     with ExitStack() as stack:
         children = {}
-        deadline = time.monotonic() + STARTUP_S + BUDGET_MS / 1000
-        killed_at = deadline + KILL_AFTER_S
         for case, (kind, behaviour) in CASES.items():
             server = stack.enter_context(reconciler_standin.running())
             server.behaviour[kind] = behaviour
             output = stack.enter_context((folder / f"{case}.out").open("w"))
             child = subprocess.Popen(  # noqa: S603 - this interpreter, this test's own code
-                [sys.executable, "-c", CHILD, server.url, repr(deadline), str(BUDGET_MS)],
+                [sys.executable, "-c", CHILD, server.url, str(folder / f"{case}.ready")],
                 cwd=ROOT,
                 env=env,
+                stdin=subprocess.PIPE,
                 stdout=output,  # a file, not a pipe: nothing blocks the child while the parent waits for another
                 stderr=subprocess.STDOUT,
+                text=True,
             )
+            stack.callback(lambda child=child: child.poll() is None and child.kill())
             children[case] = (child, server)
+        # The invocations start once every child has imported, however loaded the machine is.
+        waited = time.monotonic() + STARTUP_S
+        while not all((folder / f"{case}.ready").exists() for case in CASES):
+            assert time.monotonic() < waited, "the children did not import in time"
+            time.sleep(0.1)
+        deadline = time.monotonic() + BUDGET_MS / 1000
+        for child, _ in children.values():
+            assert child.stdin is not None
+            child.stdin.write(f"{deadline!r}\n")
+            child.stdin.flush()
+        killed_at = deadline + KILL_AFTER_S
         results = {}
         for case, (child, server) in children.items():
             try:
