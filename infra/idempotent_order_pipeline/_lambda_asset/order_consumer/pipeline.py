@@ -47,7 +47,8 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, TypeVar
 
-from .contract.errors import IdempotencyConflictError, PermanentError, TransientError
+from .budget import DEFAULT_CAPACITY_BYTES, ByteBudget
+from .contract.errors import IdempotencyConflictError, OutOfTimeError, PermanentError, TransientError
 from .contract.keys import DEFAULT_IDENTITY_FIELDS
 from .contract.message import OrderMessage, parse_order_message
 from .contract.metric_names import (
@@ -64,7 +65,7 @@ from .contract.sns_ids import sns_group_id
 from .dead_letter import DeadLetterQueue, ParkRequest
 from .notifier import Notification, Notifier
 from .observability import logger
-from .store import STATUS_SENT, ExistingEvent, ExistingOrder, OrderStore
+from .store import STATUS_SENT, Collision, ExistingEvent, ExistingOrder, OrderStore
 
 #: Default worker threads: one per record of a default batch (10).
 DEFAULT_MAX_WORKERS = 10
@@ -218,8 +219,10 @@ class OrderPipeline:
         min_remaining_ms: int = DEFAULT_MIN_REMAINING_MS,
         notify_reserve_ms: int = DEFAULT_NOTIFY_RESERVE_MS,
         return_margin_ms: int = DEFAULT_RETURN_MARGIN_MS,
+        parse_budget_bytes: int = DEFAULT_CAPACITY_BYTES,
     ) -> None:
         self._store = store
+        self._budget = ByteBudget(parse_budget_bytes)
         self._notifier = notifier
         self._dead_letters = dead_letters
         self._identity_fields = tuple(identity_fields)
@@ -367,10 +370,7 @@ class OrderPipeline:
         error: str | None = None
         park: PermanentError | None = None
         try:
-            message = parse_order_message(
-                str(record.get("body", "")), record.get("messageAttributes") or {}, self._identity_fields
-            )
-            collision = self._store.record(message)
+            message, collision = self._parse_and_record(batch, record)
             if collision is None:
                 written = True
             elif collision.payload_sha256 != message.payload_sha256:
@@ -419,6 +419,23 @@ class OrderPipeline:
                     ready, batch.to_notify = batch.to_notify, []
         if ready:
             self._notify(batch, ready)
+
+    def _parse_and_record(self, batch: _Batch, record: SqsRecord) -> tuple[OrderMessage, Collision | None]:
+        """Parse and write one record within the byte budget; the message comes back without its row.
+
+        Raises:
+            OutOfTimeError: the budget did not free up before the batch's last start.
+        """
+        body = str(record.get("body", ""))
+        share = self._budget.share(len(body))
+        if not self._budget.acquire(share, batch.deadlines.start_until):
+            raise OutOfTimeError("not started: the batch's parsing budget was held until its last start")
+        try:
+            message = parse_order_message(body, record.get("messageAttributes") or {}, self._identity_fields)
+            collision = self._store.record(message)
+        finally:
+            self._budget.release(share)
+        return message.without_item(), collision
 
     # --- stage 2: notify and mark, park -------------------------------------------------------------
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
@@ -70,6 +70,10 @@ class OrderMessage:
     payload_sha256: str
     #: The order row as DynamoDB attribute values: the body's fields, ``event_id``, ``payload_sha256``.
     order_item: dict[str, AttributeValue] = field(repr=False)
+
+    def without_item(self) -> OrderMessage:
+        """The same message without its order row (once written, only the ids are needed; the row can be big)."""
+        return replace(self, order_item={})
 
 
 def _reject_constant(name: str) -> Any:
