@@ -30,6 +30,7 @@ from cdk_nag import AwsSolutionsChecks, ServerlessChecks
 from constructs import Construct
 
 from idempotent_order_pipeline import IdempotentOrderPipeline
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract import names
 
 CDK_JSON = Path(__file__).resolve().parent / "cdk.json"
 STACK_ID = "OrderPipeline"
@@ -134,12 +135,12 @@ class OrderPipelineStack(cdk.Stack):
         pipeline = self.pipeline
         # Output keys are a contract (sandbox, CLI): never rename them. No exports: nothing imports them.
         for key, value, description in (
-            ("QueueUrl", pipeline.queue.queue_url, "Send orders here"),
-            ("DeadLetterQueueUrl", pipeline.dead_letter_queue.queue_url, "Parked messages"),
-            ("ProcessedEventsTableName", pipeline.processed_events_table.table_name, "Idempotency records"),
-            ("OrderRecordsTableName", pipeline.order_records_table.table_name, "One row per order"),
-            ("TopicArn", pipeline.topic.topic_arn, "Order notifications"),
-            ("FunctionName", pipeline.function.function_name, "The consumer function"),
+            (names.QUEUE_URL_OUTPUT, pipeline.queue.queue_url, "Send orders here"),
+            (names.DEAD_LETTER_QUEUE_URL_OUTPUT, pipeline.dead_letter_queue.queue_url, "Parked messages"),
+            (names.PROCESSED_EVENTS_TABLE_OUTPUT, pipeline.processed_events_table.table_name, "Idempotency records"),
+            (names.ORDER_RECORDS_TABLE_OUTPUT, pipeline.order_records_table.table_name, "One row per order"),
+            (names.TOPIC_ARN_OUTPUT, pipeline.topic.topic_arn, "Order notifications"),
+            (names.FUNCTION_NAME_OUTPUT, pipeline.function.function_name, "The consumer function"),
         ):
             cdk.CfnOutput(self, key, value=value, description=description)
 

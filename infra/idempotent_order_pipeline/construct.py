@@ -42,8 +42,9 @@ from idempotent_order_pipeline import (
     removal,
     resources,
 )
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract import names
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.batching import MAX_MESSAGE_BYTES
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.metric_names import OUTCOME_METRICS
-from idempotent_order_pipeline._lambda_asset.order_consumer.contract.parked import MAX_MESSAGE_BYTES
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_index import PENDING_INDEX_NAME
 from idempotent_order_pipeline.discovery import mark as mark_for_discovery
 from idempotent_order_pipeline.keys import DEFAULT_IDENTITY_FIELDS
@@ -691,12 +692,12 @@ class IdempotentOrderPipeline(Construct):
         ttl_seconds = props.record_retention.to_seconds()
         ttl_text = Token.as_string(ttl_seconds) if props.record_retention.is_unresolved() else str(int(ttl_seconds))
         return {
-            "PROCESSED_EVENTS_TABLE": self.processed_events_table.table_name,
-            "ORDER_RECORDS_TABLE": self.order_records_table.table_name,
-            "TOPIC_ARN": self.topic.topic_arn,
-            "DEAD_LETTER_QUEUE_URL": self.dead_letter_queue.queue_url,
-            "RECORD_TTL_SECONDS": ttl_text,
-            "IDENTITY_FIELDS": ",".join(props.identity_field_names),
+            names.PROCESSED_EVENTS_TABLE_VARIABLE: self.processed_events_table.table_name,
+            names.ORDER_RECORDS_TABLE_VARIABLE: self.order_records_table.table_name,
+            names.TOPIC_ARN_VARIABLE: self.topic.topic_arn,
+            names.DEAD_LETTER_QUEUE_URL_VARIABLE: self.dead_letter_queue.queue_url,
+            names.RECORD_TTL_SECONDS_VARIABLE: ttl_text,
+            names.IDENTITY_FIELDS_VARIABLE: ",".join(props.identity_field_names),
             "POWERTOOLS_SERVICE_NAME": self._service_name,
             "POWERTOOLS_METRICS_NAMESPACE": props.metrics_namespace,
         }

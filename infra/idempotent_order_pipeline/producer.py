@@ -28,7 +28,6 @@ derive_event_id``.
 from __future__ import annotations
 
 import random
-import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -39,6 +38,13 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.batching import (
+    MAX_BATCH_BYTES,
+    MAX_BATCH_ENTRIES,
+    constrained_batches,
+    message_bytes,
+    sqs_text,
+)
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.message import ORDER_ID_FIELD, parse_order_message
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.sns_ids import sns_deduplication_id, sns_group_id
 from idempotent_order_pipeline.errors import InvalidMessageError, OrderSendError, PermanentError
@@ -69,11 +75,6 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient
     from mypy_boto3_sqs.type_defs import MessageAttributeValueTypeDef, SendMessageBatchRequestEntryTypeDef
 
-#: SendMessageBatch takes at most 10 entries...
-MAX_BATCH_ENTRIES = 10
-#: ...and at most this many bytes of bodies and attributes in all (SQS's classic 256 KiB limit,
-#: accepted by every queue). A single larger message is sent alone and SQS decides.
-MAX_BATCH_BYTES = 256 * 1024
 #: Default of ``max_attempts``: calls per batch chunk before the remaining entries are given up.
 DEFAULT_MAX_ATTEMPTS = 5
 #: Default backoff before retry n: a random delay up to ``min(cap, base * 2**(n-1))`` seconds.
@@ -82,9 +83,6 @@ DEFAULT_BACKOFF_CAP_SECONDS = 5.0
 #: The default client retries throttling and 5xx errors inside each call (standard mode).
 CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=3, read_timeout=10)
 
-# Characters SQS refuses in a message body (outside #x9 | #xA | #xD | #x20-#xD7FF | #xE000-#xFFFD |
-# #x10000-#x10FFFF). They can only occur inside JSON strings, where a \\u escape means the same.
-_NOT_SQS_SAFE = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 # Whole-call error codes worth another attempt (boto3's standard mode has already retried them).
 _THROTTLING_CODES = frozenset(
     {"Throttling", "ThrottlingException", "RequestThrottled", "AWS.SimpleQueueService.RequestThrottled"}
@@ -112,7 +110,8 @@ def encode_body(order: Mapping[str, Any]) -> str:
         text = canonical_json(order)
     except InvalidMessageError as exc:  # numbers, text, types and nesting, named by their path
         raise type(exc)(f"order cannot be written as JSON: {exc}") from exc
-    return _NOT_SQS_SAFE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+    # A character SQS refuses can only stand inside a JSON string, where its \\u escape means the same.
+    return sqs_text(text)
 
 
 @dataclass(frozen=True)
@@ -131,8 +130,7 @@ class PreparedOrder:
     @property
     def size(self) -> int:
         """Bytes SQS counts for the message (body, attribute names, types and values)."""
-        attribute = len(IDEMPOTENCY_KEY_ATTRIBUTE) + len("String") + len(self.event_id.encode("utf-8"))
-        return len(self.body.encode("utf-8")) + attribute
+        return message_bytes(self.body, self.attributes)
 
 
 @dataclass(frozen=True)
@@ -203,21 +201,6 @@ def _retryable(exc: Exception) -> bool:
         status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
         return code in _THROTTLING_CODES or status >= 500
     return False
-
-
-def _chunks(prepared: Sequence[tuple[int, PreparedOrder]]) -> Iterable[list[tuple[int, PreparedOrder]]]:
-    """Consecutive groups of at most MAX_BATCH_ENTRIES entries and MAX_BATCH_BYTES bytes."""
-    chunk: list[tuple[int, PreparedOrder]] = []
-    size = 0
-    for entry in prepared:
-        entry_size = entry[1].size
-        if chunk and (len(chunk) == MAX_BATCH_ENTRIES or size + entry_size > MAX_BATCH_BYTES):
-            yield chunk
-            chunk, size = [], 0
-        chunk.append(entry)
-        size += entry_size
-    if chunk:
-        yield chunk
 
 
 class OrderPublisher:
@@ -352,7 +335,10 @@ class OrderPublisher:
     def send_prepared(self, prepared: Sequence[PreparedOrder]) -> list[SendResult]:
         """Send orders already checked by :meth:`prepare`, as :meth:`send_batch` does; one result each."""
         results: dict[int, SendResult] = {}
-        for chunk in _chunks(list(enumerate(prepared))):
+        # A message over MAX_BATCH_BYTES on its own is sent alone, and SQS's answer is its result.
+        for chunk in constrained_batches(
+            enumerate(prepared), MAX_BATCH_BYTES, MAX_BATCH_ENTRIES, get_len=lambda pair: pair[1].size, strict=False
+        ):
             results.update(self._send_chunk(chunk))
         return [results[index] for index in range(len(prepared))]
 

@@ -26,7 +26,7 @@ from aws_cdk import (
 )
 
 from idempotent_order_pipeline import monitoring
-from idempotent_order_pipeline._lambda_asset.order_consumer.contract.parked import MAX_MESSAGE_BYTES
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.batching import MAX_MESSAGE_BYTES
 from idempotent_order_pipeline.keys import parse_identity_fields
 
 #: Fixed: the longest SQS allows, so a parked message has the most time to be looked at.

@@ -43,6 +43,7 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.contract.metric_name
     OLDEST_PENDING_AGE_SECONDS,
     PENDING_RECONCILED,
 )
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.names import RECONCILE_AFTER_VARIABLE
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_index import (
     PENDING_INDEX_NAME,
     PENDING_SHARD_ATTRIBUTE,
@@ -51,8 +52,6 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_ind
 
 #: The reconciler's entry point (contract with ``lambdas/order_consumer/reconciler.py``).
 RECONCILER_HANDLER = "order_consumer.reconciler.handler"
-#: The variable the reconciler reads on top of the consumer's.
-RECONCILE_AFTER_VARIABLE = "RECONCILE_AFTER_SECONDS"
 #: Default of the ``reconcile_every`` prop (``reconcile_after``'s is in ``props.derived_reconcile_after``).
 DEFAULT_RECONCILE_EVERY = Duration.minutes(5)
 #: A run stops starting work 15 s before this (``reconciliation.DEFAULT_MIN_REMAINING_MS``) and returns
@@ -61,9 +60,6 @@ RECONCILER_TIMEOUT = Duration.minutes(2)
 RECONCILER_MEMORY_MB = 512
 #: Runs of margin the ``pending_too_old`` alarm allows past ``reconcile_after``.
 ALARM_RUNS_OF_MARGIN = 2
-# Explicit key operations: reads (Decrypt), the sent mark (Encrypt/GenerateDataKey on DynamoDB),
-# publishing (GenerateDataKey/Decrypt on SNS).
-KMS_ACTIONS = ("kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey")
 
 
 def add_pending_index(table: aws_dynamodb.Table) -> None:
@@ -246,7 +242,9 @@ class Reconciliation(Construct):
             statements.append(
                 aws_iam.PolicyStatement(
                     sid="UseTheCustomerManagedKeyThroughDynamoDBAndSNS",
-                    actions=list(KMS_ACTIONS),
+                    # Reads (Decrypt), the sent mark (Encrypt/GenerateDataKey on DynamoDB),
+                    # publishing (GenerateDataKey/Decrypt on SNS).
+                    actions=list(permissions.KMS_ACTIONS),
                     resources=[encryption_key.key_arn],
                     conditions={"StringEquals": {"kms:ViaService": services}},
                 )

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from aws_cdk import Token, aws_dynamodb, aws_sns, aws_sqs
 
-from idempotent_order_pipeline._lambda_asset.order_consumer.contract.parked import DEAD_LETTER_MAX_MESSAGE_BYTES
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.batching import DEAD_LETTER_MAX_MESSAGE_BYTES
 from idempotent_order_pipeline.props import (
     DEAD_LETTER_RETENTION,
     VISIBILITY_TIMEOUT_FACTOR,

@@ -22,6 +22,7 @@ from types import FrameType
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract import names
 from order_pipeline_sandbox import demo, outage
 from order_pipeline_sandbox.deploy import DEFAULT_STAGE, DeployError
 from order_pipeline_sandbox.function import DeployedFunctionError
@@ -105,11 +106,11 @@ def _run_sandbox(args: argparse.Namespace, console: Console) -> int:
             f"function  {info['function']}\nmapping   {info['mapping']}\n"
             f"skipped by moto's CloudFormation: {', '.join(info['skipped'])}\n\n"
             "Credentials: any (e.g. export AWS_ACCESS_KEY_ID=sandbox AWS_SECRET_ACCESS_KEY=sandbox)\n"
-            f"Send an order:\n  {aws} sqs send-message --queue-url {outputs['QueueUrl']} "
+            f"Send an order:\n  {aws} sqs send-message --queue-url {outputs[names.QUEUE_URL_OUTPUT]} "
             '--message-body \'{"order_id": "hand-1", "amount": 12.5}\'\n'
-            f"See the row:\n  {aws} dynamodb scan --table-name {outputs['OrderRecordsTableName']}\n"
-            f"  {aws} dynamodb scan --table-name {outputs['ProcessedEventsTableName']}\n"
-            f"See the DLQ:\n  {aws} sqs receive-message --queue-url {outputs['DeadLetterQueueUrl']} "
+            f"See the row:\n  {aws} dynamodb scan --table-name {outputs[names.ORDER_RECORDS_TABLE_OUTPUT]}\n"
+            f"  {aws} dynamodb scan --table-name {outputs[names.PROCESSED_EVENTS_TABLE_OUTPUT]}\n"
+            f"See the DLQ:\n  {aws} sqs receive-message --queue-url {outputs[names.DEAD_LETTER_QUEUE_URL_OUTPUT]} "
             "--message-attribute-names All\n"
             f"Function logs: {sandbox.logs_dir}/function-*.log\n\n"
             "Polling the queue into the function. Ctrl-C stops everything.",

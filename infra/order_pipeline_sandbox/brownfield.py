@@ -26,6 +26,7 @@ from cdk_nag import AwsSolutionsChecks, ServerlessChecks
 from constructs import Construct
 
 from idempotent_order_pipeline import IdempotentOrderPipeline, permissions, reconciliation
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract import names
 from idempotent_order_pipeline.construct import WARNING_PREFIX
 
 #: The CDK CLI's app directory (``cdk.json`` with the same feature flags as the main app).
@@ -219,12 +220,12 @@ class BrownfieldPipelineStack(cdk.Stack):
             Annotations.of(self.pipeline).acknowledge_warning(f"{WARNING_PREFIX}:{warning_id}")
         pipeline = self.pipeline
         for output_key, value in (
-            ("QueueUrl", pipeline.queue.queue_url),
-            ("DeadLetterQueueUrl", pipeline.dead_letter_queue.queue_url),
-            ("ProcessedEventsTableName", pipeline.processed_events_table.table_name),
-            ("OrderRecordsTableName", pipeline.order_records_table.table_name),
-            ("TopicArn", pipeline.topic.topic_arn),
-            ("FunctionName", pipeline.function.function_name),
+            (names.QUEUE_URL_OUTPUT, pipeline.queue.queue_url),
+            (names.DEAD_LETTER_QUEUE_URL_OUTPUT, pipeline.dead_letter_queue.queue_url),
+            (names.PROCESSED_EVENTS_TABLE_OUTPUT, pipeline.processed_events_table.table_name),
+            (names.ORDER_RECORDS_TABLE_OUTPUT, pipeline.order_records_table.table_name),
+            (names.TOPIC_ARN_OUTPUT, pipeline.topic.topic_arn),
+            (names.FUNCTION_NAME_OUTPUT, pipeline.function.function_name),
         ):
             cdk.CfnOutput(self, output_key, value=value)
 

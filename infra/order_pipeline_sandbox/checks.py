@@ -30,6 +30,7 @@ from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer
 
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract import names
 from order_pipeline_sandbox.server import Endpoint
 from order_pipeline_sandbox.traffic import PlannedMessage, TrafficPlan
 
@@ -118,7 +119,7 @@ def read_state(endpoint: Endpoint, outputs: Mapping[str, str], notification_queu
     """Read the tables, the notifications, the DLQ and the source queue's depth from the endpoint."""
     dynamodb = endpoint.client("dynamodb")
     sqs = endpoint.client("sqs")
-    processed = {item["event_id"]: item for item in _scan(dynamodb, outputs["ProcessedEventsTableName"])}
+    processed = {item["event_id"]: item for item in _scan(dynamodb, outputs[names.PROCESSED_EVENTS_TABLE_OUTPUT])}
     notifications = [json.loads(message["Body"]) for message in peek_queue(sqs, notification_queue_url)]
     dead_letters = [
         ParkedMessage(
@@ -126,14 +127,14 @@ def read_state(endpoint: Endpoint, outputs: Mapping[str, str], notification_queu
             source_message_id=_attribute(message, "source_message_id") or message["MessageId"],
             error_code=_attribute(message, "error_code") or REDRIVEN,
         )
-        for message in peek_queue(sqs, outputs["DeadLetterQueueUrl"])
+        for message in peek_queue(sqs, outputs[names.DEAD_LETTER_QUEUE_URL_OUTPUT])
     ]
     depth = sqs.get_queue_attributes(
-        QueueUrl=outputs["QueueUrl"],
+        QueueUrl=outputs[names.QUEUE_URL_OUTPUT],
         AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
     )["Attributes"]
     return EndpointState(
-        order_rows=_scan(dynamodb, outputs["OrderRecordsTableName"]),
+        order_rows=_scan(dynamodb, outputs[names.ORDER_RECORDS_TABLE_OUTPUT]),
         processed_events=processed,
         notifications=notifications,
         dead_letters=dead_letters,

@@ -24,6 +24,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract import names
 from idempotent_order_pipeline.keys import parse_identity_fields
 from idempotent_order_pipeline.powertools import LAYER_ARN_PARAMETER_ID, POWERTOOLS_LAYER_PARAMETER
 from order_pipeline_sandbox import checks, traffic
@@ -190,7 +191,9 @@ class Sandbox:
             )
         with self._step("reading the function back from the endpoint"):
             self.function = describe_function(self.endpoint, self.deployment)
-            self.mapping = describe_mapping(self.endpoint, self.function, self.deployment.output("QueueUrl"))
+            self.mapping = describe_mapping(
+                self.endpoint, self.function, self.deployment.output(names.QUEUE_URL_OUTPUT)
+            )
             disable_mapping(self.endpoint, self.mapping)
             task_dir, layer_dirs = self.function.unpack(self.run_dir / "function")
         for index in range(options.concurrency):
@@ -220,7 +223,7 @@ class Sandbox:
         url: str = sqs.create_queue(QueueName=name)["QueueUrl"]
         arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
         self.endpoint.client("sns").subscribe(
-            TopicArn=self.deployment.output("TopicArn"),
+            TopicArn=self.deployment.output(names.TOPIC_ARN_OUTPUT),
             Protocol="sqs",
             Endpoint=arn,
             Attributes={"RawMessageDelivery": "true"},
@@ -337,7 +340,9 @@ def run_chaos(sandbox: Sandbox, options: ChaosOptions, on_progress: ProgressHook
 
     poller.start()
     try:
-        traffic.send(sandbox.endpoint.client("sqs"), sandbox.deployment.output("QueueUrl"), plan.messages, on_sent)
+        traffic.send(
+            sandbox.endpoint.client("sqs"), sandbox.deployment.output(names.QUEUE_URL_OUTPUT), plan.messages, on_sent
+        )
         drained = poller.wait_until_drained(timeout=options.drain_timeout, on_tick=report)
     finally:
         poller.stop()

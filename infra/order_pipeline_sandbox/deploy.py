@@ -25,6 +25,7 @@ from importlib.metadata import distribution
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.names import STACK_OUTPUTS
 from idempotent_order_pipeline.powertools import POWERTOOLS_LAYER_PARAMETER
 from order_pipeline_sandbox.server import ACCOUNT, Endpoint
 
@@ -40,14 +41,7 @@ DEFAULT_STAGE = "dev"
 LAYER_DISTRIBUTIONS = ("aws-lambda-powertools", "jmespath", "typing-extensions")
 LAYER_NAME = "sandbox-aws-lambda-powertools"
 #: The stack outputs the sandbox needs (contract with the construct's stage in ``app.py``).
-REQUIRED_OUTPUTS = (
-    "QueueUrl",
-    "DeadLetterQueueUrl",
-    "ProcessedEventsTableName",
-    "OrderRecordsTableName",
-    "TopicArn",
-    "FunctionName",
-)
+REQUIRED_OUTPUTS = STACK_OUTPUTS
 #: Generous: the first synth starts jsii and Node; a deploy onto moto takes seconds after that.
 CDK_TIMEOUT_SECONDS = 600
 # A fixed timestamp makes the layer zip, and so its CodeSha256, the same on every build.

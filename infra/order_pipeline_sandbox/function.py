@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract import names
 from order_pipeline_sandbox.deploy import Deployment, Layer
 from order_pipeline_sandbox.server import Endpoint
 
@@ -186,7 +187,7 @@ def find_function_by_handler(endpoint: Endpoint, deployment: Deployment, handler
 
 def describe_function(endpoint: Endpoint, deployment: Deployment, name: str | None = None) -> DeployedFunction:
     """Read the function named ``name`` (default: the stack's ``FunctionName`` output), with its code and layers."""
-    name = name or deployment.output("FunctionName")
+    name = name or deployment.output(names.FUNCTION_NAME_OUTPUT)
     response = endpoint.client("lambda").get_function(FunctionName=name)
     config: dict[str, Any] = response["Configuration"]
     published = {} if deployment.layer is None else {deployment.layer.arn: deployment.layer}

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract import names
 from order_pipeline_sandbox import checks, traffic
 from order_pipeline_sandbox.function import RECONCILER_HANDLER, describe_function, find_function_by_handler
 from order_pipeline_sandbox.lambda_runtime import FunctionProcess
@@ -91,7 +92,7 @@ def _drop(sqs: Any, queue_url: str) -> list[str]:
 
 def _statuses(sandbox: Sandbox, event_ids: list[str]) -> dict[str, str]:
     dynamodb = sandbox.endpoint.client("dynamodb")
-    table = sandbox.deployment.output("ProcessedEventsTableName")
+    table = sandbox.deployment.output(names.PROCESSED_EVENTS_TABLE_OUTPUT)
     found: dict[str, str] = {}
     for event_id in event_ids:
         item = dynamodb.get_item(TableName=table, Key={"event_id": {"S": event_id}}, ConsistentRead=True).get("Item")
@@ -113,8 +114,8 @@ def run_sns_outage(
     run = OutageRun(orders=orders)
     endpoint, deployment = sandbox.endpoint, sandbox.deployment
     sns, sqs = endpoint.client("sns"), endpoint.client("sqs")
-    topic_arn = deployment.output("TopicArn")
-    dlq_url = deployment.output("DeadLetterQueueUrl")
+    topic_arn = deployment.output(names.TOPIC_ARN_OUTPUT)
+    dlq_url = deployment.output(names.DEAD_LETTER_QUEUE_URL_OUTPUT)
     max_receive_count = sandbox.mapping.max_receive_count or 1
 
     reconciler_name = find_function_by_handler(endpoint, deployment, RECONCILER_HANDLER)
@@ -124,7 +125,7 @@ def run_sns_outage(
     deployed = describe_function(endpoint, deployment, reconciler_name)
     reconcile_after = visibility_timeout * max_receive_count
     reconciler = dataclasses.replace(
-        deployed, environment={**deployed.environment, "RECONCILE_AFTER_SECONDS": str(reconcile_after)}
+        deployed, environment={**deployed.environment, names.RECONCILE_AFTER_VARIABLE: str(reconcile_after)}
     )
     task_dir, layer_dirs = reconciler.unpack(sandbox.run_dir / "reconciler")
     environment = FunctionProcess(reconciler, endpoint, task_dir, layer_dirs, sandbox.logs_dir / "reconciler-0.log")
@@ -144,7 +145,7 @@ def run_sns_outage(
     poller = sandbox.poller(visibility_timeout=visibility_timeout, crash_plan=None)
     poller.start()
     try:
-        traffic.send(sqs, deployment.output("QueueUrl"), plan.messages)
+        traffic.send(sqs, deployment.output(names.QUEUE_URL_OUTPUT), plan.messages)
         drained = poller.wait_until_drained(timeout=timeout)
     finally:
         poller.stop()

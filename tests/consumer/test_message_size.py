@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from idempotent_order_pipeline._lambda_asset.order_consumer.contract.errors import InvalidMessageError
-from idempotent_order_pipeline._lambda_asset.order_consumer.contract.message import MAX_ORDER_ID_LENGTH
-from idempotent_order_pipeline._lambda_asset.order_consumer.contract.parked import (
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.batching import (
     DEAD_LETTER_MAX_MESSAGE_BYTES,
     MAX_MESSAGE_BYTES,
 )
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.errors import InvalidMessageError
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.message import MAX_ORDER_ID_LENGTH
 from idempotent_order_pipeline._lambda_asset.order_consumer.dead_letter import (
     MAX_ERROR_MESSAGE_CHARS,
     dead_letter_attributes,

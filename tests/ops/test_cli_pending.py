@@ -193,3 +193,25 @@ def test_the_consumers_sent_mark_takes_a_record_out_of_the_index(ops: OpsWorld) 
     assert record["status"] == "sent"
     assert "pending_shard" not in record
     assert ops.run("pending", "--older-than", "0s", "--json").stdout == ""
+
+
+class AlwaysUnprocessed(RecordingClient):
+    """A DynamoDB client whose BatchGetItem never processes a key (throttled, forever)."""
+
+    def batch_get_item(self, **request: Any) -> Any:
+        self.operations.append(("batch_get_item", request))
+        return {"Responses": {}, "UnprocessedKeys": request["RequestItems"]}
+
+
+def test_pending_tries_unprocessed_keys_a_bounded_number_of_times_then_fails_naming_them(ops: OpsWorld) -> None:
+    # GIVEN two old pending records, and a DynamoDB that never processes a BatchGetItem key
+    record_pending(ops, {"o-old": 3600, "o-older": 7200})
+    throttled = AlwaysUnprocessed(ops.dynamodb)
+    # WHEN they are listed
+    result = ops.run("pending", "--json", dynamodb=throttled)
+    # THEN the CLI gave up after the reconciler's 3 attempts instead of asking forever
+    assert [name for name, _ in throttled.operations].count("batch_get_item") == 3
+    # AND it failed naming what it could not read, without listing a partial result as complete
+    assert result.exit_code == 1
+    assert "2 record(s) the pending index lists were still unprocessed after 3 BatchGetItem attempts" in result.stderr
+    assert result.stdout == ""

@@ -19,6 +19,7 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract import names
 from idempotent_order_pipeline.cli.errors import (
     AmbiguousPipelineError,
     OperationsError,
@@ -38,29 +39,23 @@ if TYPE_CHECKING:
 #: The stack ``cdk deploy 'dev/*'`` creates (stage ``dev``, stack ``OrderPipeline``).
 DEFAULT_STACK = "dev-OrderPipeline"
 STACK_ENVIRONMENT_VARIABLE = "ORDER_PIPELINE_STACK"
-# Stack output keys: a contract with app.py (and the sandbox).
-QUEUE_URL = "QueueUrl"
-DEAD_LETTER_QUEUE_URL = "DeadLetterQueueUrl"
-PROCESSED_EVENTS_TABLE = "ProcessedEventsTableName"
-ORDER_RECORDS_TABLE = "OrderRecordsTableName"
-FUNCTION_NAME = "FunctionName"
-TOPIC_ARN = "TopicArn"
-#: The outputs of a stack deployed before discovery, by role (the fallback of step 3 above).
+#: The outputs of a stack deployed before discovery, by role (the fallback of step 3 above); the
+#: names are a contract with app.py and the sandbox.
 LEGACY_OUTPUTS: Mapping[str, str] = {
-    "queue": QUEUE_URL,
-    "dead_letter_queue": DEAD_LETTER_QUEUE_URL,
-    "processed_events_table": PROCESSED_EVENTS_TABLE,
-    "order_records_table": ORDER_RECORDS_TABLE,
-    "topic": TOPIC_ARN,
-    "function": FUNCTION_NAME,
+    "queue": names.QUEUE_URL_OUTPUT,
+    "dead_letter_queue": names.DEAD_LETTER_QUEUE_URL_OUTPUT,
+    "processed_events_table": names.PROCESSED_EVENTS_TABLE_OUTPUT,
+    "order_records_table": names.ORDER_RECORDS_TABLE_OUTPUT,
+    "topic": names.TOPIC_ARN_OUTPUT,
+    "function": names.FUNCTION_NAME_OUTPUT,
 }
 #: The function's environment variable that names each handed-in resource (the queue comes from
 #: the function's event source mapping instead).
 FUNCTION_VARIABLES: Mapping[str, str] = {
-    "dead_letter_queue": "DEAD_LETTER_QUEUE_URL",
-    "processed_events_table": "PROCESSED_EVENTS_TABLE",
-    "order_records_table": "ORDER_RECORDS_TABLE",
-    "topic": "TOPIC_ARN",
+    "dead_letter_queue": names.DEAD_LETTER_QUEUE_URL_VARIABLE,
+    "processed_events_table": names.PROCESSED_EVENTS_TABLE_VARIABLE,
+    "order_records_table": names.ORDER_RECORDS_TABLE_VARIABLE,
+    "topic": names.TOPIC_ARN_VARIABLE,
 }
 
 #: The option that overrides each role (``function`` has none: it is only read for IDENTITY_FIELDS).
@@ -339,7 +334,7 @@ class PipelineResources:
         try:
             function = self.get("function")
             configuration = self.stack.clients.lambda_.get_function_configuration(FunctionName=function)
-            value = configuration.get("Environment", {}).get("Variables", {}).get("IDENTITY_FIELDS")
+            value = configuration.get("Environment", {}).get("Variables", {}).get(names.IDENTITY_FIELDS_VARIABLE)
             return parse_identity_fields(value), f"function {function}"
         except (OperationsError, ClientError, BotoCoreError, ValueError):
             return DEFAULT_IDENTITY_FIELDS, "default"

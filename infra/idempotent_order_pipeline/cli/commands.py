@@ -20,6 +20,7 @@ from typing import IO, TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
 import click
 from botocore.exceptions import BotoCoreError, ClientError
 
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.batching import MAX_BATCH_ENTRIES
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.message import parse_body
 from idempotent_order_pipeline.cli.aws import (
     DEFAULT_STACK,
@@ -49,12 +50,13 @@ from idempotent_order_pipeline.cli.records import (
     get,
     inspect_records,
     order_from_row,
+    pending_summary,
 )
 from idempotent_order_pipeline.cli.render import age, short, timestamp, to_json
 from idempotent_order_pipeline.discovery import METADATA_KEY, ROLES
 from idempotent_order_pipeline.errors import InvalidMessageError, InvalidTextError, PermanentError
 from idempotent_order_pipeline.keys import parse_identity_fields
-from idempotent_order_pipeline.producer import MAX_BATCH_ENTRIES, OrderPublisher, PreparedOrder
+from idempotent_order_pipeline.producer import OrderPublisher, PreparedOrder
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient
@@ -624,7 +626,7 @@ def pending(ctx: click.Context, older_than: int, limit: int | None, resend: bool
                 problems += 1
                 outcome = {"resent": False, "error": str(exc)}
         if as_json:
-            click.echo(to_json({**record.as_dict(now), **outcome}))
+            click.echo(to_json({**pending_summary(record, now), **outcome}))
         else:
             line = (
                 f"{record.event_id}  order {record.order_id}  pending since {timestamp(record.created_at)} "

@@ -25,17 +25,24 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.batching import (
+    MAX_BATCH_BYTES,
+    MAX_BATCH_ENTRIES,
+    constrained_batches,
+    message_bytes,
+    send_attribute,
+)
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.message import ORDER_ID_FIELD, parse_body
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.parked import Envelope, envelope_of, unparked
 from idempotent_order_pipeline.cli.errors import MoveTaskUnsupportedError
 from idempotent_order_pipeline.cli.render import timestamp
 from idempotent_order_pipeline.errors import InvalidMessageError
 from idempotent_order_pipeline.keys import DEFAULT_IDENTITY_FIELDS, IDEMPOTENCY_KEY_ATTRIBUTE, resolve_event_id
-from idempotent_order_pipeline.producer import MAX_BATCH_BYTES, MAX_BATCH_ENTRIES, fifo_id
+from idempotent_order_pipeline.producer import fifo_id
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient
@@ -345,7 +352,12 @@ def attributes_for_redrive(attributes: Mapping[str, Any]) -> dict[str, MessageAt
     envelope = envelope_of(attributes, string_key="StringValue")
     result = {name: _send_shape(value) for name, value in unparked(attributes, envelope).items()}
     if envelope is not None:
-        result.update({name: _from_lambda_shape(value) for name, value in envelope.packed.items()})
+        result.update(
+            {
+                name: cast("MessageAttributeValueTypeDef", send_attribute(value))
+                for name, value in envelope.packed.items()
+            }
+        )
     return result
 
 
@@ -354,23 +366,6 @@ def _send_shape(value: Mapping[str, Any]) -> MessageAttributeValueTypeDef:
     if data_type.startswith("Binary"):
         return {"DataType": data_type, "BinaryValue": value.get("BinaryValue", b"")}
     return {"DataType": data_type, "StringValue": str(value.get("StringValue", ""))}
-
-
-def _from_lambda_shape(value: Mapping[str, Any]) -> MessageAttributeValueTypeDef:
-    """An attribute in the Lambda event shape (camelCase, base64 binary) in SendMessage's shape."""
-    data_type = str(value.get("dataType", "String"))
-    if data_type.startswith("Binary"):
-        return {"DataType": data_type, "BinaryValue": base64.b64decode(value.get("binaryValue") or "")}
-    return {"DataType": data_type, "StringValue": str(value.get("stringValue", ""))}
-
-
-def _message_size(body: str, attributes: Mapping[str, MessageAttributeValueTypeDef]) -> int:
-    size = len(body.encode("utf-8"))
-    for name, value in attributes.items():
-        payload = value.get("StringValue") or value.get("BinaryValue") or b""
-        size += len(name) + len(value["DataType"])
-        size += len(payload.encode("utf-8")) if isinstance(payload, str) else len(bytes(payload))  # type: ignore[arg-type]
-    return size
 
 
 @dataclass
@@ -459,21 +454,6 @@ def wait_for_move_task(
         sleep(poll_seconds)
 
 
-def _chunks(letters: Sequence[tuple[DeadLetter, dict[str, Any]]]) -> Iterator[list[tuple[DeadLetter, dict[str, Any]]]]:
-    """Consecutive groups of at most 10 entries and MAX_BATCH_BYTES bytes."""
-    chunk: list[tuple[DeadLetter, dict[str, Any]]] = []
-    size = 0
-    for letter, entry in letters:
-        entry_size = _message_size(entry["MessageBody"], entry["MessageAttributes"])
-        if chunk and (len(chunk) == MAX_BATCH_ENTRIES or size + entry_size > MAX_BATCH_BYTES):
-            yield chunk
-            chunk, size = [], 0
-        chunk.append((letter, entry))
-        size += entry_size
-    if chunk:
-        yield chunk
-
-
 def _entry(letter: DeadLetter, fifo: bool) -> dict[str, Any]:
     entry: dict[str, Any] = {"MessageBody": letter.body, "MessageAttributes": letter.original_attributes}
     if fifo:
@@ -540,7 +520,13 @@ def redrive_loop(
             report.arrived_later += len(later)
             report.skipped += len(batch) - len(later) - len(chosen)
             failed_before = len(report.failed)
-            for chunk in _chunks([(letter, _entry(letter, fifo)) for letter in chosen]):
+            for chunk in constrained_batches(
+                [(letter, _entry(letter, fifo)) for letter in chosen],
+                MAX_BATCH_BYTES,
+                MAX_BATCH_ENTRIES,
+                get_len=lambda pair: message_bytes(pair[1]["MessageBody"], pair[1]["MessageAttributes"]),
+                strict=False,
+            ):
                 _send_and_delete(sqs, dead_letter_queue_url, queue_url, chunk, report, sweep, copies)
             if on_moved is not None:
                 on_moved(report.moved)

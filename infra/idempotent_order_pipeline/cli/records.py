@@ -12,29 +12,24 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.errors import StoreUnavailableError
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.message import PAYLOAD_SHA256_FIELD
-from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_index import (
-    PENDING_INDEX_NAME,
-    PENDING_SHARD_ATTRIBUTE,
-    PENDING_SINCE_ATTRIBUTE,
-    every_shard,
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.names import STATUS_PENDING, STATUS_SENT
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_index import every_shard
+from idempotent_order_pipeline._lambda_asset.order_consumer.pending_records import (
+    BATCH_GET_ATTEMPTS,
+    PendingIndex,
+    PendingRecord,
 )
-from idempotent_order_pipeline.cli.errors import CannotResendError
+from idempotent_order_pipeline.cli.errors import CannotResendError, OperationsError
 from idempotent_order_pipeline.cli.render import item, timestamp
 from idempotent_order_pipeline.keys import EVENT_ID_FIELD, payload_sha256
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
 
-STATUS_PENDING = "pending"
-STATUS_SENT = "sent"
 #: Default age of ``pending --older-than``: well past a delivery in flight (visibility timeout).
 DEFAULT_PENDING_AGE = "15m"
-
-# An index entry (only pending records have one) of this shard, created before the cutoff.
-PENDING_IN_SHARD_BEFORE_CUTOFF = "#shard = :shard AND #since < :cutoff"
-#: BatchGetItem's limit per call.
-MAX_BATCH_GET_KEYS = 100
 
 
 def get(dynamodb: DynamoDBClient, table: str, key_name: str, key: str) -> dict[str, Any] | None:
@@ -124,23 +119,15 @@ def _findings(state: Mapping[str, Any] | None, row: Mapping[str, Any] | None) ->
     return findings
 
 
-@dataclass(frozen=True)
-class PendingRecord:
-    """A state record stuck in ``pending``."""
-
-    event_id: str
-    order_id: str
-    created_at: int
-    payload_sha256: str
-
-    def as_dict(self, now: float) -> dict[str, Any]:
-        return {
-            "event_id": self.event_id,
-            "order_id": self.order_id,
-            "created_at": timestamp(self.created_at),
-            "age_seconds": int(now - self.created_at),
-            "payload_sha256": self.payload_sha256,
-        }
+def pending_summary(record: PendingRecord, now: float) -> dict[str, Any]:
+    """What ``pending`` shows of a record (its ``--json`` object, before any resend outcome)."""
+    return {
+        "event_id": record.event_id,
+        "order_id": record.order_id,
+        "created_at": timestamp(record.created_at),
+        "age_seconds": int(now - record.created_at),
+        "payload_sha256": record.payload_sha256,
+    }
 
 
 def find_pending(
@@ -148,45 +135,39 @@ def find_pending(
 ) -> list[PendingRecord]:
     """Records in ``pending`` created more than ``older_than_seconds`` before ``now``, oldest first.
 
-    Reads the sparse index ``pending-by-age`` (only pending records are in it; one query per shard,
-    no scan), then each listed record with a consistent read, since a GSI lags the table: a record
-    marked ``sent`` meanwhile is left out.
+    Read as the reconciler reads them (:class:`~order_consumer.pending_records.PendingIndex`): the
+    sparse index ``pending-by-age`` (only pending records are in it; every page of every shard, no
+    scan), then each listed record with a consistent read, since a GSI lags the table: a record
+    marked ``sent`` meanwhile is left out. Unprocessed keys are tried again a bounded number of
+    times, as the reconciler does; a record still unread then fails the listing rather than
+    being left out of it silently.
+
+    Raises:
+        OperationsError: a DynamoDB call failed, or some listed records could not be read.
     """
-    candidates: list[str] = []
-    for shard in every_shard():
-        pages = dynamodb.get_paginator("query").paginate(
-            TableName=table,
-            IndexName=PENDING_INDEX_NAME,
-            KeyConditionExpression=PENDING_IN_SHARD_BEFORE_CUTOFF,
-            ExpressionAttributeNames={"#shard": PENDING_SHARD_ATTRIBUTE, "#since": PENDING_SINCE_ATTRIBUTE},
-            ExpressionAttributeValues={":shard": {"S": shard}, ":cutoff": {"N": str(int(now - older_than_seconds))}},
+    index = PendingIndex(client=dynamodb, processed_events_table=table, order_records_table="")
+    # Whole seconds, as the record's created_at: a record exactly at the cutoff is not yet old enough.
+    cutoff = int(now - older_than_seconds)
+    try:
+        candidates: list[str] = []
+        for shard in every_shard():
+            start_key: Mapping[str, Any] | None = None
+            while True:
+                page = index.page(shard, created_before=cutoff, start_key=start_key)
+                candidates.extend(entry.event_id for entry in page.entries)
+                if page.next_key is None:
+                    break
+                start_key = page.next_key
+        records, unread = index.read_pending(candidates)
+    except StoreUnavailableError as exc:
+        raise OperationsError(str(exc)) from exc
+    if unread:
+        raise OperationsError(
+            f"{len(unread)} record(s) the pending index lists were still unprocessed after "
+            f"{BATCH_GET_ATTEMPTS} BatchGetItem attempts (DynamoDB throttled them?): try again"
         )
-        candidates.extend(raw["event_id"]["S"] for page in pages for raw in page.get("Items", []))
-    records = [
-        PendingRecord(
-            event_id=str(record["event_id"]),
-            order_id=str(record.get("order_id", "")),
-            created_at=int(record.get("created_at", 0)),
-            payload_sha256=str(record.get(PAYLOAD_SHA256_FIELD, "")),
-        )
-        for record in _read_consistently(dynamodb, table, candidates)
-        if record.get("status") == STATUS_PENDING
-    ]
     records.sort(key=lambda record: (record.created_at, record.event_id))
     return records if limit is None else records[:limit]
-
-
-def _read_consistently(dynamodb: DynamoDBClient, table: str, event_ids: list[str]) -> list[dict[str, Any]]:
-    """The state records of ``event_ids`` (consistent BatchGetItem, unprocessed keys retried), as plain values."""
-    found: list[dict[str, Any]] = []
-    for start in range(0, len(event_ids), MAX_BATCH_GET_KEYS):
-        keys: list[Any] = [{"event_id": {"S": event_id}} for event_id in event_ids[start : start + MAX_BATCH_GET_KEYS]]
-        while keys:
-            response = dynamodb.batch_get_item(RequestItems={table: {"Keys": keys, "ConsistentRead": True}})
-            found.extend(item(raw) or {} for raw in response.get("Responses", {}).get(table, []))
-            unprocessed: Any = response.get("UnprocessedKeys", {}).get(table) or {}
-            keys = list(unprocessed.get("Keys", []))
-    return found
 
 
 def order_from_row(record: PendingRecord, row: Mapping[str, Any] | None) -> dict[str, Any]:

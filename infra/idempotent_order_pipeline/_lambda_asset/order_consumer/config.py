@@ -8,8 +8,16 @@ from dataclasses import dataclass
 
 from .contract.errors import ConfigurationError
 from .contract.keys import DEFAULT_IDENTITY_FIELDS, parse_identity_fields
+from .contract.names import (
+    DEAD_LETTER_QUEUE_URL_VARIABLE,
+    IDENTITY_FIELDS_VARIABLE,
+    ORDER_RECORDS_TABLE_VARIABLE,
+    PROCESSED_EVENTS_TABLE_VARIABLE,
+    RECORD_TTL_SECONDS_VARIABLE,
+    REQUIRED_VARIABLES,
+    TOPIC_ARN_VARIABLE,
+)
 
-REQUIRED_VARIABLES = ("PROCESSED_EVENTS_TABLE", "ORDER_RECORDS_TABLE", "TOPIC_ARN", "DEAD_LETTER_QUEUE_URL")
 #: Default of ``RECORD_TTL_SECONDS``: 30 days.
 DEFAULT_RECORD_TTL_SECONDS = 30 * 24 * 3600
 
@@ -32,18 +40,20 @@ class Settings:
         missing = [name for name in REQUIRED_VARIABLES if not env.get(name)]
         if missing:
             raise ConfigurationError(f"missing required environment variable(s): {', '.join(missing)}")
-        raw_ttl = env.get("RECORD_TTL_SECONDS") or str(DEFAULT_RECORD_TTL_SECONDS)
+        raw_ttl = env.get(RECORD_TTL_SECONDS_VARIABLE) or str(DEFAULT_RECORD_TTL_SECONDS)
         if not raw_ttl.isdigit() or int(raw_ttl) <= 0:
-            raise ConfigurationError(f"RECORD_TTL_SECONDS={raw_ttl!r}: expected a positive whole number of seconds")
+            raise ConfigurationError(
+                f"{RECORD_TTL_SECONDS_VARIABLE}={raw_ttl!r}: expected a positive whole number of seconds"
+            )
         try:
-            identity_fields = parse_identity_fields(env.get("IDENTITY_FIELDS"))
+            identity_fields = parse_identity_fields(env.get(IDENTITY_FIELDS_VARIABLE))
         except ValueError as exc:
             raise ConfigurationError(str(exc)) from exc
         return cls(
-            processed_events_table=env["PROCESSED_EVENTS_TABLE"],
-            order_records_table=env["ORDER_RECORDS_TABLE"],
-            topic_arn=env["TOPIC_ARN"],
-            dead_letter_queue_url=env["DEAD_LETTER_QUEUE_URL"],
+            processed_events_table=env[PROCESSED_EVENTS_TABLE_VARIABLE],
+            order_records_table=env[ORDER_RECORDS_TABLE_VARIABLE],
+            topic_arn=env[TOPIC_ARN_VARIABLE],
+            dead_letter_queue_url=env[DEAD_LETTER_QUEUE_URL_VARIABLE],
             record_ttl_seconds=int(raw_ttl),
             identity_fields=identity_fields,
         )

@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
-import base64
-import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from .contract.batching import (
+    MAX_BATCH_BYTES,
+    MAX_BATCH_ENTRIES,
+    MAX_MESSAGE_ATTRIBUTES,
+    constrained_batches,
+    message_bytes,
+    send_attribute,
+    sqs_text,
+)
 from .contract.errors import PermanentError
 from .contract.parked import (
     ADDED_ATTRIBUTES,
-    MAX_MESSAGE_ATTRIBUTES,
     PARKED_ATTRIBUTE,
     Envelope,
     producer_attributes,
@@ -25,23 +31,6 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs.type_defs import MessageAttributeValueTypeDef, SendMessageBatchRequestEntryTypeDef
 
 MAX_ERROR_MESSAGE_CHARS = 1024
-#: Characters SQS refuses in a body or a string attribute (its documented allowed set is #x9, #xA,
-#: #xD, #x20-#xD7FF, #xE000-#xFFFD, #x10000-#x10FFFF): lone surrogates above all. SQS itself never
-#: delivers them, but a hand-built event (a test invoke) can; parking must not fail on them.
-_NOT_SQS_TEXT = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
-
-
-def sqs_text(text: str) -> str:
-    """``text`` with every character SQS refuses written as a ``\\uXXXX`` escape (else unchanged)."""
-    return _NOT_SQS_TEXT.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
-
-
-def _send_format(attribute: Mapping[str, Any]) -> MessageAttributeValueTypeDef:
-    """A Lambda-event message attribute (camelCase, base64 binaries) in SendMessage's shape."""
-    data_type = str(attribute.get("dataType", "String"))
-    if data_type.startswith("Binary"):
-        return {"DataType": data_type, "BinaryValue": base64.b64decode(attribute.get("binaryValue") or "")}
-    return {"DataType": data_type, "StringValue": sqs_text(str(attribute.get("stringValue", "")))}
 
 
 def _packed_format(attribute: Mapping[str, Any]) -> dict[str, str]:
@@ -69,7 +58,9 @@ def dead_letter_attributes(
     result: dict[str, MessageAttributeValueTypeDef] = {}
     if not packed:
         try:
-            result.update({name: _send_format(value) for name, value in originals.items()})
+            result.update(
+                {name: cast("MessageAttributeValueTypeDef", send_attribute(value)) for name, value in originals.items()}
+            )
         except ValueError:
             # A binaryValue that is not base64 (only a hand-built event has one): it cannot be sent
             # as a binary attribute, but the envelope carries its text as it came.
@@ -94,20 +85,6 @@ class ParkRequest:
     message_id: str
     error: PermanentError
     message_group_id: str | None = None
-
-
-#: SQS's limits per SendMessageBatch call.
-MAX_BATCH_ENTRIES = 10
-MAX_BATCH_BYTES = 256 * 1024
-
-
-def _message_bytes(body: str, attributes: Mapping[str, MessageAttributeValueTypeDef]) -> int:
-    size = len(body.encode("utf-8", "surrogatepass"))
-    for name, value in attributes.items():
-        size += len(name) + len(value["DataType"])
-        binary = value.get("BinaryValue")
-        size += len(binary) if isinstance(binary, bytes) else len(str(value.get("StringValue", "")).encode())
-    return size
 
 
 class DeadLetterQueue:
@@ -157,23 +134,29 @@ class DeadLetterQueue:
         in order: None when SQS accepted it, else why not (that record must not be acknowledged).
         """
         results: list[str | None] = ["not sent"] * len(requests)
-        chunk: list[tuple[int, SendMessageBatchRequestEntryTypeDef]] = []
-        chunk_bytes = 0
-        for index, request in enumerate(requests):
-            attributes = dead_letter_attributes(request.attributes, request.error, request.message_id)
-            size = _message_bytes(request.body, attributes)
-            if chunk and (len(chunk) == MAX_BATCH_ENTRIES or chunk_bytes + size > MAX_BATCH_BYTES):
-                self._send(chunk, results)
-                chunk, chunk_bytes = [], 0
-            entry: SendMessageBatchRequestEntryTypeDef = {
-                "Id": str(len(chunk)),
-                "MessageBody": sqs_text(request.body),
-                "MessageAttributes": attributes,
-                **self._fifo_ids(request),  # type: ignore[typeddict-item]
-            }
-            chunk.append((index, entry))
-            chunk_bytes += size
-        if chunk:
+        entries: list[tuple[int, SendMessageBatchRequestEntryTypeDef]] = [
+            (
+                index,
+                {
+                    "Id": "",
+                    # SQS never delivers a character it refuses, but a hand-built event (a test
+                    # invoke) can: parking must not fail on it.
+                    "MessageBody": sqs_text(request.body),
+                    "MessageAttributes": dead_letter_attributes(request.attributes, request.error, request.message_id),
+                    **self._fifo_ids(request),  # type: ignore[typeddict-item]
+                },
+            )
+            for index, request in enumerate(requests)
+        ]
+        for chunk in constrained_batches(
+            entries,
+            MAX_BATCH_BYTES,
+            MAX_BATCH_ENTRIES,
+            get_len=lambda pair: message_bytes(pair[1]["MessageBody"], pair[1].get("MessageAttributes")),
+            strict=False,
+        ):
+            for position, (_, entry) in enumerate(chunk):
+                entry["Id"] = str(position)  # unique within the call
             self._send(chunk, results)
         return results
 

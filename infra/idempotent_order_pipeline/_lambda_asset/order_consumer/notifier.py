@@ -1,12 +1,12 @@
 """SNS notifications: one per accepted event, at least once, deduplicable by subscribers.
 
-Notifications go out with ``PublishBatch``: at most :data:`MAX_BATCH_ENTRIES` entries and
-:data:`MAX_BATCH_BYTES` of payload per call. Every entry gets its own result: an entry SNS did not
-accept, or every entry of a call that failed, is an error result, never an exception, so one
-refused entry never fails the others. On a FIFO topic the group is the order and the deduplication
-id the event (:mod:`order_consumer.contract.sns_ids`); entries keep their order within a group, and once an
-entry of a group is refused the group's later entries are not sent (reported as errors), so a
-subscriber never sees an order's notifications out of order.
+Notifications go out with ``PublishBatch``, in the chunks of :mod:`order_consumer.contract.batching`
+(at most 10 entries and 256 KiB of messages and attributes per call). Every entry gets its own
+result: an entry SNS did not accept, or every entry of a call that failed, is an error result, never
+an exception, so one refused entry never fails the others. On a FIFO topic the group is the order
+and the deduplication id the event (:mod:`order_consumer.contract.sns_ids`); entries keep their
+order within a group, and once an entry of a group is refused the group's later entries are not
+sent (reported as errors), so a subscriber never sees an order's notifications out of order.
 """
 
 from __future__ import annotations
@@ -18,17 +18,13 @@ from typing import TYPE_CHECKING
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from .contract.batching import MAX_BATCH_BYTES, MAX_BATCH_ENTRIES, constrained_batches, message_bytes
 from .contract.message import OrderMessage
 from .contract.sns_ids import sns_deduplication_id, sns_group_id
 
 if TYPE_CHECKING:
     from mypy_boto3_sns.client import SNSClient
     from mypy_boto3_sns.type_defs import PublishBatchRequestEntryTypeDef
-
-#: SNS's limit of entries per PublishBatch call.
-MAX_BATCH_ENTRIES = 10
-#: SNS's limit of the payload of one PublishBatch call (messages and attributes, all entries).
-MAX_BATCH_BYTES = 256 * 1024
 
 
 @dataclass(frozen=True)
@@ -57,10 +53,6 @@ class PublishResult:
     def ok(self) -> bool:
         """Whether SNS accepted the notification (only then may its record be marked sent)."""
         return self.message_id is not None and self.error is None
-
-
-def _utf8_len(text: str) -> int:
-    return len(text.encode("utf-8", "surrogatepass"))
 
 
 class Notifier:
@@ -97,14 +89,6 @@ class Notifier:
             entry["MessageDeduplicationId"] = sns_deduplication_id(notification.event_id)
         return entry
 
-    @staticmethod
-    def _size(entry: PublishBatchRequestEntryTypeDef) -> int:
-        """Bytes SNS counts for an entry: the message plus each attribute's name, type and value."""
-        size = _utf8_len(entry["Message"])
-        for name, value in entry.get("MessageAttributes", {}).items():
-            size += _utf8_len(name) + _utf8_len(value["DataType"]) + _utf8_len(str(value.get("StringValue", "")))
-        return size
-
     def publish_batch(self, notifications: Sequence[Notification]) -> list[PublishResult]:
         """Publish every notification; return one result per input, in the same order.
 
@@ -113,18 +97,16 @@ class Notifier:
         """
         results: list[PublishResult | None] = [None] * len(notifications)
         refused_groups: set[str] = set()
-        chunk: list[tuple[int, PublishBatchRequestEntryTypeDef]] = []
-        chunk_bytes = 0
-        for index, notification in enumerate(notifications):
-            entry = self._entry("", notification)
-            size = self._size(entry)
-            if chunk and (len(chunk) == MAX_BATCH_ENTRIES or chunk_bytes + size > MAX_BATCH_BYTES):
-                self._send(chunk, notifications, results, refused_groups)
-                chunk, chunk_bytes = [], 0
-            entry["Id"] = str(len(chunk))  # unique within the call
-            chunk.append((index, entry))
-            chunk_bytes += size
-        if chunk:
+        entries = [(index, self._entry("", notification)) for index, notification in enumerate(notifications)]
+        for chunk in constrained_batches(
+            entries,
+            MAX_BATCH_BYTES,
+            MAX_BATCH_ENTRIES,
+            get_len=lambda pair: message_bytes(pair[1]["Message"], pair[1].get("MessageAttributes")),
+            strict=False,
+        ):
+            for position, (_, entry) in enumerate(chunk):
+                entry["Id"] = str(position)  # unique within the call
             self._send(chunk, notifications, results, refused_groups)
         return [result for result in results if result is not None]
 

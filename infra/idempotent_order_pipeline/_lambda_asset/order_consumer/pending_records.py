@@ -15,14 +15,12 @@ from typing import TYPE_CHECKING, Any, cast
 from botocore.exceptions import BotoCoreError, ClientError
 
 from .contract.errors import StoreUnavailableError
+from .contract.names import STATUS_PENDING, STATUS_SENT
 from .contract.pending_index import PENDING_INDEX_NAME, PENDING_SHARD_ATTRIBUTE, PENDING_SINCE_ATTRIBUTE
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
 
-#: The one status a record found through the index must still have (the store's ``STATUS_PENDING``).
-STATUS_PENDING = "pending"
-STATUS_SENT = "sent"
 #: BatchGetItem's limit, and how often its unprocessed keys are tried again within one call.
 MAX_BATCH_GET_KEYS = 100
 BATCH_GET_ATTEMPTS = 3

@@ -61,11 +61,12 @@ from .contract.metric_names import (
     OUTCOME_METRICS,
     TRANSIENT_FAILURES,
 )
+from .contract.names import STATUS_SENT
 from .contract.sns_ids import sns_group_id
 from .dead_letter import DeadLetterQueue, ParkRequest
 from .notifier import Notification, Notifier
 from .observability import logger
-from .store import STATUS_SENT, Collision, ExistingEvent, ExistingOrder, OrderStore
+from .store import Collision, ExistingEvent, ExistingOrder, OrderStore
 
 #: Default worker threads: one per record of a default batch (10).
 DEFAULT_MAX_WORKERS = 10

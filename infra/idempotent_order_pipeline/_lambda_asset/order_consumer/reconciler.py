@@ -29,6 +29,7 @@ from botocore.config import Config
 from .config import Settings
 from .contract.errors import ConfigurationError, ReconciliationFailedError
 from .contract.metric_names import OLDEST_PENDING_AGE_SECONDS, PENDING_RECONCILED
+from .contract.names import RECONCILE_AFTER_VARIABLE
 from .notifier import Notifier
 from .observability import logger, metrics
 from .pending_records import PendingIndex
@@ -39,8 +40,6 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
     from mypy_boto3_sns.client import SNSClient
 
-#: The variable the reconciler reads on top of the consumer's.
-RECONCILE_AFTER_VARIABLE = "RECONCILE_AFTER_SECONDS"
 # Every call bounded well inside the run's stop margin (reconciliation.DEFAULT_MIN_REMAINING_MS).
 CLIENT_CONFIG = Config(
     # total_max_attempts counts the first attempt (botocore's max_attempts would add one more).

@@ -33,15 +33,13 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from .contract.errors import ItemTooLargeError, RejectedByStoreError, StoreUnavailableError
 from .contract.message import OrderMessage
+from .contract.names import STATUS_PENDING, STATUS_SENT
 from .contract.pending_index import PENDING_SHARD_ATTRIBUTE, PENDING_SINCE_ATTRIBUTE, pending_shard
 from .notifier import Notification
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
     from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
-
-STATUS_PENDING = "pending"
-STATUS_SENT = "sent"
 
 # --- Conditions (named, so that a reader sees the invariant each one protects) -------------------
 # First delivery of this event: no state record under its key yet.

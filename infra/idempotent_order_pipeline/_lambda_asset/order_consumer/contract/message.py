@@ -29,6 +29,8 @@ from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer
 
+from .canonical_json import MAX_NESTING_DEPTH, path_text
+from .dynamodb_numbers import number_from_literal, number_text
 from .errors import (
     InvalidMessageError,
     InvalidNumberError,
@@ -36,21 +38,9 @@ from .errors import (
     ItemTooLargeError,
     UnserializableValueError,
 )
-from .keys import (
-    DEFAULT_IDENTITY_FIELDS,
-    EVENT_ID_FIELD,
-    IDEMPOTENCY_KEY_ATTRIBUTE,
-    MAX_NESTING_DEPTH,
-    check_identifier,
-    check_text,
-    is_valid_text,
-    number_from_literal,
-    number_text,
-    path_text,
-    payload_sha256,
-    resolve_event_id,
-)
+from .keys import DEFAULT_IDENTITY_FIELDS, EVENT_ID_FIELD, IDEMPOTENCY_KEY_ATTRIBUTE, payload_sha256, resolve_event_id
 from .parked import producer_attributes
+from .unicode_text import check_identifier, check_text, is_valid_text
 
 ORDER_ID_FIELD = "order_id"
 PAYLOAD_SHA256_FIELD = "payload_sha256"

@@ -20,16 +20,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-#: The largest message (body and attributes, as SQS counts them) the consumer is built and tested for:
-#: the queue's ``MaximumMessageSize`` (the construct's ``max_message_size``) is at most this.
-MAX_MESSAGE_BYTES = 256 * 1024
-#: The dead-letter queue's ``MaximumMessageSize`` (SQS's largest). A parked message is the original
-#: plus its reason and envelope: at most the original's body, three times its attributes (the
-#: envelope's JSON escapes a non-ASCII character as up to 12 bytes for 4) and 8 KiB, so any message
-#: of :data:`MAX_MESSAGE_BYTES` fits with room to spare, and is parked whole, never truncated.
-DEAD_LETTER_MAX_MESSAGE_BYTES = 1024 * 1024
-#: SQS allows 10 message attributes per message; four of them mark a parked message.
-MAX_MESSAGE_ATTRIBUTES = 10
 #: The reason: a machine-readable code, a human-readable message, the id of the message that failed.
 REASON_ATTRIBUTES = ("error_code", "error_message", "source_message_id")
 #: The consumer's mark on a message it parked: a JSON envelope (see the module docstring).
