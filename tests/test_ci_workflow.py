@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
@@ -42,6 +43,7 @@ def test_the_workflow_runs_make_test_on_pull_requests_and_pushes_with_caches() -
     assert checkout["with"]["fetch-depth"] == 0
 
 
+@pytest.mark.slow
 def test_make_lint_runs_actionlint_which_accepts_the_workflow() -> None:
     lint_recipe = re.search(r"^lint:.*\n((?:\t.*\n)+)", (REPO / "Makefile").read_text(), re.M)
     assert lint_recipe is not None
@@ -51,6 +53,7 @@ def test_make_lint_runs_actionlint_which_accepts_the_workflow() -> None:
     assert "1 workflow(s), 0 problem(s)" in completed.stderr
 
 
+@pytest.mark.slow
 def test_actionlint_rejects_a_broken_workflow(tmp_path: Path) -> None:
     # GIVEN the workflow with an expression naming a context property that does not exist
     broken = tmp_path / "ci.yml"

@@ -8,7 +8,14 @@ The handler calls (contract with ``lambdas/order_consumer``):
   developer guide, "Using IAM with DynamoDB transactions"); returning the old item on a failed
   condition needs no read permission. The statement only allows PutItem *inside* a transaction
   (``dynamodb:EnclosingOperation``), so the role cannot overwrite a row outside one.
-- ``dynamodb:UpdateItem`` on processed_events (mark an event ``sent``).
+- ``dynamodb:UpdateItem`` on processed_events: the ``sent`` mark, one conditional ``UpdateItem`` per
+  record outside any transaction (1 write unit; inside a transaction it would cost 2). It needs no
+  read permission (``ReturnValuesOnConditionCheckFailure=ALL_OLD`` comes with the failed write).
+  IAM offers no ``EnclosingOperation`` for a call outside a transaction; ``dynamodb:Attributes``
+  could narrow the attributes the role may update, but how IAM counts the attributes of the
+  condition and of ``ALL_OLD`` cannot be checked offline, and a wrong condition would refuse every
+  mark (each record republished on every redelivery until the reconciler, itself refused), so the
+  statement stays at the action and the table.
 - ``sns:Publish`` on the topic.
 - ``sqs:SendMessage`` on the dead-letter queue (permanent failures are parked there directly).
 

@@ -21,6 +21,8 @@ from tests.compat.released import v0_1_0_keys
 from tests.consumer.harness import ArmedFault, World, client_error, sqs_record
 
 TTL_SECONDS = 2_592_000
+#: Starts processes (the test tiers' rule).
+pytestmark = pytest.mark.slow
 
 
 def seed_as_0_1_0(world: World, order: dict[str, Any], *, status: str) -> str:

@@ -15,7 +15,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
+#: Starts processes (the test tiers' rule).
+pytestmark = pytest.mark.slow
 #: Lambda's largest synchronous payload; the batch fills it with 256 KiB bodies.
 MAX_BATCH_PAYLOAD = 6 * 1024 * 1024
 BODIES = 23  # 23 x 256 KiB = 5.75 MiB of bodies (plus the event's own fields)

@@ -84,6 +84,7 @@ def test_every_acknowledgement_has_a_reason_listed_in_the_docs(
     assert {violation["ruleName"] for violation in suppressed} <= documented_acknowledgements()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("configuration", CONFIGURATIONS)
 def test_cfn_lint_passes(all_configurations: dict[str, Synthesized], configuration: str) -> None:
     # GIVEN a synthesized template
@@ -119,6 +120,7 @@ def checkov_results(report: Any, configuration: str, kind: str) -> list[dict[str
     return [check for check in report["results"][kind] if Path(check["file_path"]).name == f"{configuration}.json"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("configuration", CONFIGURATIONS)
 def test_checkov_finds_nothing_without_a_shipped_reason(checkov_report: Any, configuration: str) -> None:
     # GIVEN checkov's report on a configuration's template
@@ -136,6 +138,7 @@ def test_checkov_finds_nothing_without_a_shipped_reason(checkov_report: Any, con
         ]
 
 
+@pytest.mark.slow
 def test_checkov_skips_follow_the_key(checkov_report: Any, cmk_pipeline: Synthesized) -> None:
     # GIVEN the default pipeline (no key) and the CMK one
     default_skips = {
@@ -384,6 +387,7 @@ def explanation(finding: dict[str, Any]) -> PolicyFinding | None:
     return None
 
 
+@pytest.mark.slow
 def test_parliament_finds_nothing_unexplained(policy_findings: dict[str, Any]) -> None:
     # GIVEN parliament's findings on every identity, resource, key, trust and endpoint policy of every
     # configuration (dev, prod, a CMK, a VPC with the endpoints, same-account and cross-account grants)
@@ -399,6 +403,7 @@ def test_parliament_finds_nothing_unexplained(policy_findings: dict[str, Any]) -
     assert [known for known in POLICY_FINDINGS if known not in used] == []
 
 
+@pytest.mark.slow
 def test_parliament_reports_an_unconditioned_wildcard_it_is_not_told_about(tmp_path: Path) -> None:
     # GIVEN an identity policy allowing every SQS action on every queue, and one naming an action that
     # does not exist

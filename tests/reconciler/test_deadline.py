@@ -31,6 +31,8 @@ from tests.consumer.standin import ANSWER, HANG, TRICKLE
 from tests.reconciler import standin as reconciler_standin
 
 ROOT = Path(__file__).resolve().parents[2]
+#: Starts processes (the test tiers' rule).
+pytestmark = pytest.mark.slow
 BUDGET_MS = 30_000  # 15 s of work before the stop margin: room for 32 shard queries on a loaded machine
 #: Lambda ends an invocation at its deadline; the parent gives the child this much more, then kills it.
 KILL_AFTER_S = 1.0
