@@ -8,9 +8,12 @@ The handler calls (contract with ``lambdas/order_consumer``):
   developer guide, "Using IAM with DynamoDB transactions"); returning the old item on a failed
   condition needs no read permission. The statement only allows PutItem *inside* a transaction
   (``dynamodb:EnclosingOperation``), so the role cannot overwrite a row outside one.
-- ``dynamodb:UpdateItem`` on processed_events (mark an event ``sent``).
-- ``sns:Publish`` on the topic.
-- ``sqs:SendMessage`` on the dead-letter queue (permanent failures are parked there directly).
+- ``dynamodb:TransactWriteItems`` again for the ``sent`` marks: conditional ``Update``s of
+  processed_events records, each authorized as ``dynamodb:UpdateItem`` on that table (the handler
+  never calls UpdateItem itself).
+- ``sns:PublishBatch`` on the topic, authorized as ``sns:Publish``.
+- ``sqs:SendMessage`` and ``sqs:SendMessageBatch`` on the dead-letter queue (permanent failures are
+  parked there directly), both authorized as ``sqs:SendMessage``.
 
 The event source mapping's own SQS permissions (receive, delete, change visibility, attributes)
 come from ``SqsEventSource``, which grants them on the source queue only; X-Ray and CloudWatch Logs

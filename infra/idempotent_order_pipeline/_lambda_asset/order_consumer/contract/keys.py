@@ -5,9 +5,9 @@ The idempotency key (stored as ``event_id``) is never the SQS message id. It is 
 1. the body field ``event_id``;
 2. the message attribute ``idempotency_key``;
 3. the SHA-256 hex digest of the values of the identity fields, in order, each escaped
-   (``\\`` -> ``\\\\``, then ``|`` -> ``\\|``) and joined with ``|``. A value without ``|`` or ``\\``
-   is unchanged by the escaping, so its key is the same as before escaping existed; distinct
-   tuples of values can no longer give one joined text (``("o|1", "c")`` vs ``("o", "1|c")``).
+   (``\\`` -> ``\\\\``, then ``|`` -> ``\\|``) and joined with ``|``, so that distinct tuples of
+   values never give one joined text (``("o|1", "c")`` vs ``("o", "1|c")``). A value without ``|``
+   or ``\\`` is unchanged by the escaping, so its key is also the one a plain join gives (0.1.0's).
 
 ``payload_sha256`` fingerprints the order's content (every body field except ``event_id``) in its
 canonical JSON (:mod:`order_consumer.contract.canonical_json`): equal for equal content whatever the
