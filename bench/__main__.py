@@ -24,12 +24,25 @@ from pathlib import Path
 
 from rich.console import Console
 
-from bench import capped, chart, coldstart, report, summary
+from bench import capped, chart, coldstart, deployment, report, summary
+from bench.cgroups import cpu_share
 from bench.orders import OrderSource
-from bench.run import CONSUMERS, REPO_ROOT, StandIn, construct_memory_mb, measure, stand_in_note, warm_up
+from bench.prices import ReconcilerRun, fixed_monthly
+from bench.run import (
+    CONSUMERS,
+    REPO_ROOT,
+    StandIn,
+    construct_memory_mb,
+    measure,
+    measure_reconciler,
+    stand_in_note,
+    warm_up,
+)
 
 FULL = {"batches": 30, "zero_latency_batches": 10, "import_samples": 15, "rounds": 15, "profile_batches": 5}
 QUICK = {"batches": 3, "zero_latency_batches": 1, "import_samples": 2, "rounds": 2, "profile_batches": 2}
+#: Scheduled reconciler runs measured (at the latency, then at 0 ms), full and quick.
+RECONCILER_RUNS = {"full": 5, "quick": 1}
 
 
 def _arguments(argv: list[str] | None) -> argparse.Namespace:
@@ -119,15 +132,20 @@ def main(argv: list[str] | None = None) -> int:
             cold[name] += coldstart.import_times(name, roots, samples=1)
     say(f"cold start: {import_samples} fresh interpreters per consumer")
 
-    # 2. moto in-process: correctness, calls, request units
+    # 2. moto in-process: correctness, calls, request units, on tables as the construct deploys them
+    deployed = deployment.load()
+    say("synthesized the default pipeline: tables, reconciler schedule, alarms")
     source, rng = OrderSource(args.seed), random.Random(args.seed)  # noqa: S311 - test data
-    stand_in = StandIn()
+    stand_in = StandIn(deployed)
     try:
         warm_up(stand_in, source, rng)
         at_latency = measure(
             stand_in, latency_ms=args.latency_ms, batches=batches, source=source, rng=rng, progress=progress
         )
         at_zero = measure(stand_in, latency_ms=0, batches=zero_batches, source=source, rng=rng, progress=progress)
+        reconciliation = measure_reconciler(
+            stand_in, latency_ms=args.latency_ms, runs=RECONCILER_RUNS["quick" if args.quick else "full"]
+        )
     finally:
         stand_in.close()
 
@@ -145,8 +163,23 @@ def main(argv: list[str] | None = None) -> int:
 
     contract_latency = latencies[0]
     billed = {name: sweep.settings[contract_latency][memory_mb][name].median_ms for name in CONSUMERS}
+    reconciler_memory = deployed["reconciler"]["memory_mb"]
+    # The run's CPU stretches by the reconciler's CPU share; its waits on AWS do not.
+    reconciler_ms = reconciliation.run_ms + reconciliation.cpu_ms * (1 / cpu_share(reconciler_memory) - 1)
+    reconcilers = {
+        "ours": ReconcilerRun(
+            memory_mb=reconciler_memory,
+            every_s=deployed["reconciler"]["every_s"],
+            billed_ms=reconciler_ms,
+            init_ms=min(sample.start_wall_ms for sample in cold["ours"]),
+            rru=reconciliation.rru_per_run,
+            log_bytes=reconciliation.log_bytes_per_run,
+        )
+    }
     results = {
-        name: summary.figures(name, at_latency[name], at_zero[name], cold[name], memory_mb, billed[name])
+        name: summary.figures(
+            name, at_latency[name], at_zero[name], cold[name], memory_mb, billed[name], reconcilers.get(name)
+        )
         for name in CONSUMERS
     }
     by_latency = {latency: summary.lambda_cpu(sweep, results, latency) for latency in latencies}
@@ -184,10 +217,24 @@ def main(argv: list[str] | None = None) -> int:
         latency_ms_list=latencies,
         recommendation=recommendation,
         calls_check=calls_check,
+        reconciler=(
+            f"The reconciler (every {deployed['reconciler']['every_s'] // 60} minutes at "
+            f"{reconciler_memory} MB, as the default template says), measured on an empty index over "
+            f"{reconciliation.runs} run(s): "
+            + " + ".join(f"{op} x{count:g}" for op, count in reconciliation.calls_per_run.items())
+            + f", {reconciliation.rru_per_run:g} RRU, {reconciliation.log_bytes_per_run:.0f} log bytes and "
+            f"{reconciliation.run_ms:.0f} ms per run ({reconciliation.cpu_ms:.0f} ms of it CPU, stretched by "
+            f"its CPU share to {reconciler_ms:.0f} ms billed)."
+        ),
+        fixed_monthly_usd=fixed_monthly(deployed),
     )
     report.print_report(info, results, checks, by_latency, components, console)
     contract = report.contract_json(
-        args.latency_ms, results, default_memory_mb=memory_mb, lambda_cpu=by_latency[contract_latency]
+        args.latency_ms,
+        results,
+        default_memory_mb=memory_mb,
+        lambda_cpu=by_latency[contract_latency],
+        fixed_monthly_usd=fixed_monthly(deployed),
     )
     if out is not None:
         report.write_json(out, contract)

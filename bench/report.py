@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import textwrap
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bench.capped import SweepResult
-from bench.prices import PRICE_REGION, PRICE_SOURCES, PRICES, PRICES_CHECKED
+from bench.prices import ASSUMPTIONS, PRICE_REGION, PRICE_SOURCES, PRICES, PRICES_CHECKED
 from bench.summary import LAMBDA_CPU_CONSUMERS, OPERATION_ABBREVIATIONS, Figures, MemoryFigures, Target
 
 #: The page ``make bench`` writes, relative to the repository root.
@@ -53,6 +53,10 @@ class RunInfo:
     latency_ms_list: tuple[float, ...] = ()
     recommendation: str = ""
     calls_check: str = ""
+    #: How the reconciler's runs were measured and billed, in words.
+    reconciler: str = ""
+    #: The default pipeline's fixed monthly cost, by line (bench.prices.fixed_monthly).
+    fixed_monthly_usd: Mapping[str, float] = field(default_factory=dict)
 
 
 def _number(value: float) -> float | int:
@@ -65,14 +69,18 @@ def contract_json(
     *,
     default_memory_mb: int,
     lambda_cpu: Mapping[int, MemoryFigures],
+    fixed_monthly_usd: Mapping[str, float],
 ) -> dict[str, Any]:
-    """``bench/results.json``: issue 7's keys, then issue 12's (``default_memory_mb``, ``lambda_cpu``, calls)."""
+    """``bench/results.json``: issue 7's keys, issue 12's (``default_memory_mb``, ``lambda_cpu``, calls),
+    then issue 21's (``usd_breakdown`` per consumer, ``fixed_monthly_usd``, the assumptions)."""
     return {
         "latency_ms_per_call": _number(latency_ms),
         "consumers": {name: fig.contract() for name, fig in results.items()},
         "default_memory_mb": default_memory_mb,
         "lambda_cpu": {str(memory): figures.contract() for memory, figures in sorted(lambda_cpu.items())},
         "ours_calls_per_batch_of_10_new": _number(results["ours"].calls_per_batch_first),
+        "fixed_monthly_usd": dict(fixed_monthly_usd),
+        "cost_assumptions": asdict(ASSUMPTIONS),
     }
 
 
@@ -145,8 +153,10 @@ def details_json(
             "region": PRICE_REGION,
             "usd": PRICES.__dict__,
             "sources": PRICE_SOURCES,
-            "excluded": "free tiers; SQS receives and deletes (the same for every consumer); CloudWatch Logs",
+            "assumptions": asdict(ASSUMPTIONS),
+            "excluded": "free tiers; the event source mapping's idle long polls (not per order)",
         },
+        "reconciler": info.reconciler,
         "consumers": {name: {**fig.contract(), **fig.details()} for name, fig in results.items()},
         "lambda_cpu_sweep": dict(sweep),
         "targets": [{"target": c.name, "met": c.met, "detail": c.detail} for c in checks],
@@ -239,9 +249,29 @@ def component_rows(components: Mapping[str, Mapping[str, float]]) -> tuple[list[
     return header, rows
 
 
-def logs_usd(fig: Figures) -> float:
-    """CloudWatch Logs ingestion per million orders for what the consumer wrote per message."""
-    return fig.log_bytes_per_msg * 1_000_000 / 1e9 * PRICES.cloudwatch_logs_per_gb_ingested
+def cost_rows(results: Mapping[str, Figures]) -> tuple[list[str], list[list[str]]]:
+    """USD per million orders at the default memory, a row per line item, a column per consumer."""
+    names = list(results)
+    header = ["USD per million orders", *names]
+    lines = list(next(iter(results.values())).cost.as_dict())
+    rows = [[line.replace("_", " "), *(f"{results[n].cost.as_dict()[line]:.4f}" for n in names)] for line in lines]
+    rows.append(["**total** (`usd_per_million`)", *(f"**{results[n].usd_per_million:.4f}**" for n in names)])
+    return header, rows
+
+
+def _columns_markdown_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    """A table whose columns are consumers (ours' column in bold)."""
+    bold = {i for i, name in enumerate(header) if name == "ours"}
+    return [
+        "| " + " | ".join(header) + " |",
+        "|---|" + "---:|" * (len(header) - 1),
+        *(
+            "| "
+            + " | ".join(f"**{c}**" if i in bold and not c.startswith("**") else c for i, c in enumerate(row))
+            + " |"
+            for row in rows
+        ),
+    ]
 
 
 def notes(info: RunInfo, results: Mapping[str, Figures]) -> list[str]:
@@ -263,32 +293,33 @@ def notes(info: RunInfo, results: Mapping[str, Figures]) -> list[str]:
         "connection (no queueing), AWS-shaped success responses; consumers interleaved batch by batch in rotated "
         f"order with memory sizes rotated too, a 50 ms idle gap after every batch, {info.rounds} batches of 10 new "
         "orders per consumer, memory size and latency after one warm-up batch each; medians and p90.",
-        "USD per million orders bills the capped median batch time at that memory (Lambda arm64 duration per "
-        "started ms, plus requests) and the DynamoDB, SNS and SQS units each consumer used on moto in the same run.",
+        "USD per million orders bills, for every consumer alike: the DynamoDB table and index writes and the reads, "
+        "SNS and SQS requests each consumer made on moto in the same run (tables created as the construct deploys "
+        "them, so the pending index's writes are metered as DynamoDB bills them); the producer's SendMessageBatch "
+        f"({ASSUMPTIONS.producer_batch} orders per request) and the event source mapping's ReceiveMessage and "
+        "DeleteMessageBatch per batch; Lambda requests and duration at the capped median batch time at that memory "
+        f"(per started ms); INIT at the measured cold start on {ASSUMPTIONS.cold_start_rate:.0%} of invocations; "
+        "CloudWatch Logs ingestion of the bytes each consumer wrote; and, for a consumer with a reconciler, its "
+        f"scheduled runs spread over {ASSUMPTIONS.orders_per_month:,} orders a month. {info.reconciler}",
         f"moto in-process (the last table): correctness (rows, duplicates), calls and request units, the "
         f"consumers interleaved on the same orders, {info.batches} batches at {info.latency_ms:g} ms/call and "
         f"{info.zero_latency_batches} at 0 ms, every message delivered twice; {info.stand_in}. {info.calls_check}",
-        "Logs written per message (JSON log lines, EMF metrics): "
-        + (
-            ", ".join(
-                f"{fig.name} {fig.log_bytes_per_msg:.0f} B, ${logs_usd(fig):.3f} per million orders at CloudWatch "
-                f"Logs' ${PRICES.cloudwatch_logs_per_gb_ingested}/GB ingested"
-                for fig in results.values()
-                if fig.log_bytes_per_msg
-            )
-            or "none"
-        )
-        + "; not in the USD column (the peers here write no logs; real ones would).",
+        "Logs written per message (JSON log lines, EMF metrics), billed at CloudWatch Logs' "
+        f"${PRICES.cloudwatch_logs_per_gb_ingested}/GB ingested: "
+        + ", ".join(f"{fig.name} {fig.log_bytes_per_msg:.0f} B" for fig in results.values())
+        + ".",
         f"Prices ({PRICE_REGION}, list, checked {PRICES_CHECKED}, free tiers ignored): DynamoDB on-demand "
         f"${PRICES.dynamodb_per_million_wru}/M WRU and ${PRICES.dynamodb_per_million_rru}/M RRU, SNS "
         f"${PRICES.sns_per_million_requests}/M requests and SQS ${PRICES.sqs_per_million_requests}/M requests "
         "(each 64 KB chunk of payload one request; a PublishBatch or SendMessageBatch of up to 10 messages one "
         f"request per 64 KB of its whole payload), Lambda arm64 ${PRICES.lambda_arm64_per_gb_second:.10f}/GB-s and "
-        f"${PRICES.lambda_per_million_requests}/M requests; SQS receives and deletes cost every consumer the same "
-        "and are left out.",
+        f"${PRICES.lambda_per_million_requests}/M requests (the INIT phase billed as duration); the event source "
+        "mapping's idle long polls are not per order and are left out.",
         "Request units by DynamoDB's rules (bench/units.py): 1 WRU per KB written, 2 per KB per item in a "
         "transaction, each put or delete of a BatchWriteItem as its single write, failed conditions and cancelled "
-        "transactions still consume; reads 0.5 RRU per 4 KB eventually consistent, 1 strongly consistent.",
+        "transactions still consume; an index write for every write that puts an entry into a global secondary "
+        "index, takes one out or changes it (2 when an index key changes), 1 WRU per KB of the entry; reads 0.5 "
+        "RRU per 4 KB eventually consistent, 1 strongly consistent.",
         f"Cold start: import of the handler module plus its clients (a peer's two boto3 clients; the product, as a "
         f"black box, an invocation with no records), minimum of {info.import_samples} fresh interpreters, product "
         "code compiled from source (its asset ships no .pyc); cold import is the import alone.",
@@ -392,6 +423,27 @@ def markdown(
         "",
     ]
     lines += _markdown_table(header, rows)
+    header, rows = cost_rows(results)
+    lines += [
+        "",
+        _wrap(
+            f"Every cost of an order at the default memory ({info.memory_mb} MB), by the same rules for every "
+            "consumer (`usd_breakdown` in results.json; how each line is counted: below):"
+        ),
+        "",
+    ]
+    lines += _columns_markdown_table(header, rows)
+    fixed = info.fixed_monthly_usd
+    if fixed:
+        lines += [
+            "",
+            _wrap(
+                f"Fixed per month, whatever the volume (the default pipeline's template, CloudWatch list prices, "
+                f"free tiers ignored): alarm metrics ${fixed['alarm_metrics']:.2f}, dashboard "
+                f"${fixed['dashboards']:.2f}, custom metrics ${fixed['custom_metrics']:.2f}: "
+                f"${fixed['total']:.2f} per pipeline."
+            ),
+        ]
     header, rows = table_rows(info, results)
     lines += ["", _wrap("Calls, request units, cost and correctness, on moto in-process in the same run:"), ""]
     lines += _markdown_table(header, rows, left=(0, 3, 4))

@@ -147,12 +147,20 @@ class Consumer:
     order_table: str
     handler: Callable[[dict[str, Any], Any], Any]
     configure: Callable[[], None]
+    #: Table name -> its definition as deployed (key schema, attributes, global secondary indexes),
+    #: for the tables whose deployment the bench knows (ours'); others get a plain key.
+    definitions: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 class StandIn:
-    """moto (``mock_aws``) with the meter, a topic, a DLQ and each consumer's tables."""
+    """moto (``mock_aws``) with the meter, a topic, a DLQ and each consumer's tables.
 
-    def __init__(self) -> None:
+    ``deployment`` is :func:`bench.deployment.load`'s answer: ours' tables are created as the
+    construct deploys them, the pending index included, so the meter bills its writes.
+    """
+
+    def __init__(self, deployment: Mapping[str, Any]) -> None:
+        self.deployment = deployment
         # The function's environment, restored by close(). The Powertools variables only matter if no
         # handler was imported yet (Powertools reads them when its objects are made); an existing
         # value is kept. The region is forced: every client must reach the same moto backend.
@@ -248,6 +256,10 @@ class StandIn:
                 order_table="ours-order-records",
                 handler=ours.handler,
                 configure=lambda: _configure_ours(envs["ours"]),
+                definitions={
+                    "ours-processed-events": self.deployment["tables"]["processed_events_table"],
+                    "ours-order-records": self.deployment["tables"]["order_records_table"],
+                },
             ),
         }
 
@@ -257,11 +269,17 @@ class StandIn:
         for table, key in consumer.tables.items():
             if table in existing:
                 self.dynamodb.delete_table(TableName=table)
+            definition = consumer.definitions.get(table) or {
+                "KeySchema": [{"AttributeName": key, "KeyType": "HASH"}],
+                "AttributeDefinitions": [{"AttributeName": key, "AttributeType": "S"}],
+            }
+            indexes = {"GlobalSecondaryIndexes": definition.get("GlobalSecondaryIndexes")}
             self.dynamodb.create_table(
                 TableName=table,
-                KeySchema=[{"AttributeName": key, "KeyType": "HASH"}],
-                AttributeDefinitions=[{"AttributeName": key, "AttributeType": "S"}],
+                KeySchema=definition["KeySchema"],
+                AttributeDefinitions=definition["AttributeDefinitions"],
                 BillingMode="PAY_PER_REQUEST",
+                **(indexes if definition.get("GlobalSecondaryIndexes") else {}),
             )
 
     def order_rows(self, consumer: Consumer) -> list[dict[str, Any]]:
@@ -455,3 +473,61 @@ def warm_up(stand_in: StandIn, source: OrderSource, rng: random.Random) -> None:
     for consumer in stand_in.consumers.values():
         consumer.configure()
     measure(stand_in, latency_ms=0, batches=1, source=source, rng=rng)
+
+
+@dataclass
+class ReconcilerRuns:
+    """The reconciler's scheduled runs on an empty index (the steady state: nothing left pending)."""
+
+    runs: int
+    #: Median run time at the latency, with the stand-in's own work off the clock, and at 0 ms (its CPU).
+    run_ms: float
+    cpu_ms: float
+    calls_per_run: dict[str, float]
+    rru_per_run: float
+    log_bytes_per_run: float
+
+
+def measure_reconciler(stand_in: StandIn, *, latency_ms: float, runs: int) -> ReconcilerRuns:
+    """Run ours' reconciler ``runs`` times at ``latency_ms`` and at 0 ms, as its schedule does."""
+    from order_consumer import reconciler
+
+    consumer = stand_in.consumers["ours"]
+    consumer.configure()
+    stand_in.fresh_tables(consumer)
+    saved = os.environ.get("RECONCILE_AFTER_SECONDS")
+    os.environ["RECONCILE_AFTER_SECONDS"] = "900"
+    sink = ByteCounter()
+    timed: dict[float, list[float]] = {latency_ms: [], 0.0: []}
+    calls: Counter[str] = Counter()
+    rru = 0.0
+    logged = 0
+    try:
+        with quiet_logs(sink):
+            for latency in (latency_ms, 0.0):
+                for _ in range(runs):
+                    before = sink.bytes
+                    with stand_in.meter.measuring(latency) as tally:
+                        stand_in_started = stand_in.meter.stand_in_seconds()
+                        started = time.perf_counter()
+                        reconciler.handler({}, FakeContext())
+                        wall_ms = (time.perf_counter() - started) * 1000.0
+                        stand_in_ms = (stand_in.meter.stand_in_seconds() - stand_in_started) * 1000.0
+                    timed[latency].append(wall_ms - stand_in_ms)
+                    if latency == latency_ms:
+                        calls.update(tally.calls)
+                        rru += tally.rru
+                        logged += sink.bytes - before
+    finally:
+        if saved is None:
+            os.environ.pop("RECONCILE_AFTER_SECONDS", None)
+        else:
+            os.environ["RECONCILE_AFTER_SECONDS"] = saved
+    return ReconcilerRuns(
+        runs=runs,
+        run_ms=statistics.median(timed[latency_ms]),
+        cpu_ms=statistics.median(timed[0.0]),
+        calls_per_run={op: count / runs for op, count in sorted(calls.items())},
+        rru_per_run=rru / runs,
+        log_bytes_per_run=logged / runs,
+    )

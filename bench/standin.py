@@ -17,7 +17,8 @@ Every AWS call a consumer makes leaves botocore at ``before-send``, where moto's
    call too;
 3. is counted by operation, and DynamoDB calls are metered in request units by :mod:`bench.units`
    from the request and the items as they were just before and after it (read from moto's backend
-   under the same lock).
+   under the same lock): the table's units, and apart from them the units of every global secondary
+   index the table has, from the same two items (so whatever the consumer writes is what is billed).
 
 Metering is on only inside :meth:`Meter.measuring`; set-up calls (tables, topic) are not counted,
 not delayed and not metered.
@@ -49,8 +50,14 @@ class Tally:
 
     calls: Counter[str] = field(default_factory=Counter)
     moto_seconds: list[float] = field(default_factory=list)
+    #: Table writes and reads.
     wru: float = 0.0
     rru: float = 0.0
+    #: Writes to the tables' global secondary indexes (billed apart, see bench.units).
+    index_wru: float = 0.0
+    #: The same write units by table, and by ``table/index`` (what each partition key space takes).
+    wru_by_table: Counter[str] = field(default_factory=Counter)
+    wru_by_index: Counter[str] = field(default_factory=Counter)
     #: Notifications SNS accepted (Publish calls, PublishBatch entries).
     publishes: int = 0
     #: Billed SNS and SQS requests (per 64 KB chunk; a batch call once per chunk of its payload).
@@ -80,6 +87,24 @@ def _existing(table: str, key: dict[str, Any]) -> dict[str, Any] | None:
         return None
     attributes: dict[str, Any] = found.to_json()["Attributes"]
     return attributes
+
+
+def index_shapes(table: str) -> list[units.IndexShape]:
+    """The global secondary indexes of a table, as moto holds them."""
+    try:
+        found = _dynamodb_backend().get_table(table)
+    except Exception:  # a missing table: the call itself will fail and say so
+        return []
+    return [
+        units.IndexShape(
+            name=index.name,
+            keys=tuple(index.schema_key_attrs),
+            table_keys=tuple(index.table_key_attrs),
+            projection=(index.projection or {}).get("ProjectionType", "ALL"),
+            non_key_attributes=tuple((index.projection or {}).get("NonKeyAttributes", ())),
+        )
+        for index in found.global_indexes
+    ]
 
 
 def _key_of(table: str, item: dict[str, Any]) -> dict[str, Any]:
@@ -138,7 +163,9 @@ class _DynamoDBCall:
                     self.flat_rru += units.read_units(0)
                 else:
                     self.flat_wru += units.write_units(0)
-        elif op in ("Query", "Scan", "BatchGetItem"):
+        elif op in ("Query", "BatchGetItem"):
+            pass  # sized from the response (see units)
+        elif op == "Scan":
             raise NotImplementedError(f"the bench does not meter {op}; no consumer should need it")
 
     def _write(
@@ -147,22 +174,42 @@ class _DynamoDBCall:
         resolved = key if key is not None else _key_of(table, new or {})
         self.writes.append((table, resolved, new, transactional, _existing(table, resolved)))
 
-    def units(self, item_bytes: dict[str, int]) -> tuple[float, float]:
-        """(WRU, RRU), once moto has answered (updated items are read back for their new size).
+    def units(
+        self, item_bytes: dict[str, int], response: dict[str, Any], tally: Tally | None = None
+    ) -> tuple[float, float, float]:
+        """(table WRU, RRU, index WRU), once moto has answered (updated items are read back).
 
-        Also raises ``item_bytes[table]`` to the largest item this call wrote or tried to write.
+        Also raises ``item_bytes[table]`` to the largest item this call wrote or tried to write. A
+        write whose condition failed leaves the item as it was, so it writes no index entry.
         """
-        wru = self.flat_wru
+        wru, index_wru = self.flat_wru, 0.0
         for table, key, new, transactional, old in self.writes:
-            after = new if new is not None else _existing(table, key)
-            size = max(units.item_size(old), units.item_size(after))
+            after = _existing(table, key)
+            size = max(units.item_size(old), units.item_size(new if new is not None else after))
             item_bytes[table] = max(item_bytes.get(table, 0), size)
-            wru += units.write_units(size, transactional=transactional)
+            written = units.write_units(size, transactional=transactional)
+            wru += written
+            indexed = {index.name: units.index_write_units(index, old, after) for index in index_shapes(table)}
+            index_wru += sum(indexed.values())
+            if tally is not None:
+                tally.wru_by_table[table] += written
+                for name, value in indexed.items():
+                    tally.wru_by_index[f"{table}/{name}"] += value
         rru = self.flat_rru
         for table, key, consistent, transactional in self.reads:
             size = units.item_size(_existing(table, key))
             rru += units.read_units(size, consistent=consistent, transactional=transactional)
-        return wru, rru
+        if self.operation == "Query":
+            size = sum(units.item_size(item) for item in response.get("Items", []))
+            rru += units.read_units(size, consistent=bool(self.request.get("ConsistentRead")))
+        elif self.operation == "BatchGetItem":
+            for table, request in self.request["RequestItems"].items():
+                returned = response.get("Responses", {}).get(table, [])
+                sizes = [units.item_size(item) for item in returned]
+                sizes += [0] * (len(request["Keys"]) - len(returned))  # a missing item still costs the minimum
+                consistent = bool(request.get("ConsistentRead"))
+                rru += sum(units.read_units(size, consistent=consistent) for size in sizes)
+        return wru, rru, index_wru
 
 
 class Meter:
@@ -258,9 +305,13 @@ class Meter:
             tally.calls[operation] += 1
             tally.moto_seconds.append(moto_seconds)
             if metered is not None:
-                wru, rru = metered.units(tally.item_bytes)
+                answered = response is not None and response.status_code == 200
+                wru, rru, index_wru = metered.units(
+                    tally.item_bytes, json.loads(response.content) if answered else {}, tally
+                )
                 tally.wru += wru
                 tally.rru += rru
+                tally.index_wru += index_wru
             if response is not None and response.status_code == 200:
                 _count_messages(tally, service, operation, request.body, response)
         return response

@@ -14,10 +14,23 @@ management"):
 * transactional writes: 2 WRU per started KB per item; a cancelled transaction is counted as if it
   had run (the issue's rule, "conditional failures still consume": an upper bound for the redelivery
   path of the transactional consumers, never in their favour);
+* global secondary index writes ("Global secondary indexes: provisioned throughput considerations",
+  "Write capacity units" in the same guide): a table write that puts an item into an index (the
+  item gains every key attribute of the index) costs one index write, one that takes it out (the
+  item loses one) costs one, one that changes an index key's value costs two (delete and put), one
+  that changes only attributes the index projects costs one, and one that leaves the index entry as
+  it was costs nothing. Each index write is billed like a standard write of the index entry (the
+  table's key, the index's keys and the projected attributes): 1 WRU per started KB. The entry is
+  written by DynamoDB after the table write, not in the caller's transaction, so a transactional
+  table write does not double it (the bench's reading: the guide states the transactional factor
+  for the items of the transaction only);
 * reads: per started 4 KB, 0.5 read request unit (RRU) eventually consistent (GetItem's default), 1
   strongly consistent, 2 transactional; a read of a missing item still costs the minimum;
 * ``ReturnValuesOnConditionCheckFailure=ALL_OLD`` adds no read (the item comes back with the failed
   write that was billed anyway);
+* ``Query``: the sizes of the items it returns, summed and rounded up to the next 4 KB (at least one
+  unit); an index ``Query`` is eventually consistent; ``BatchGetItem``: each item as its own
+  ``GetItem``;
 * ``BatchWriteItem``: each put or delete in it is billed as the single ``PutItem`` or ``DeleteItem``
   would be (1 WRU per started KB of the item; the larger of the old and new item for a put, the
   deleted item for a delete); the batch itself adds nothing and is not transactional;
@@ -38,6 +51,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
@@ -108,6 +122,45 @@ def read_units(size_bytes: int, *, consistent: bool = False, transactional: bool
     if transactional:
         return float(chunks * TRANSACTION_FACTOR)
     return chunks * (STRONGLY_CONSISTENT_READ if consistent else EVENTUALLY_CONSISTENT_READ)
+
+
+@dataclass(frozen=True)
+class IndexShape:
+    """What decides an index's writes: its key attributes, the table's and what it projects."""
+
+    name: str
+    keys: tuple[str, ...]
+    table_keys: tuple[str, ...]
+    #: "KEYS_ONLY", "INCLUDE" or "ALL".
+    projection: str = "KEYS_ONLY"
+    non_key_attributes: tuple[str, ...] = ()
+
+    def entry(self, item: Item | None) -> dict[str, AttributeValue] | None:
+        """The index entry of ``item`` (None when the item lacks an index key: not in the index)."""
+        if not item or any(key not in item for key in self.keys):
+            return None
+        if self.projection == "ALL":
+            return dict(item)
+        names = {*self.table_keys, *self.keys}
+        if self.projection == "INCLUDE":
+            names |= set(self.non_key_attributes)
+        return {name: value for name, value in item.items() if name in names}
+
+
+def index_write_units(index: IndexShape, before: Item | None, after: Item | None) -> float:
+    """WRU one table write costs in ``index``, from the item before and after it."""
+    old, new = index.entry(before), index.entry(after)
+    if old is None and new is None:
+        return 0.0
+    if old is None:
+        return write_units(item_size(new))
+    if new is None:
+        return write_units(item_size(old))
+    if any(old[key] != new[key] for key in index.keys):
+        return write_units(item_size(old)) + write_units(item_size(new))
+    if old != new:
+        return write_units(max(item_size(old), item_size(new)))
+    return 0.0
 
 
 def payload_requests(payload_bytes: int) -> int:

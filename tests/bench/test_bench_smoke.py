@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from bench.prices import PRICES, OrderCost
 from bench.report import headline
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -33,6 +34,8 @@ TODAY_FIELDS = {
     "cold_import_ms",
     "duplicate_rows",
 }
+#: Issue 21's additions to each consumer: the index writes apart, and every cost line.
+COST_FIELDS = {"index_wru_per_msg", "usd_breakdown"}
 LAMBDA_CPU_FIELDS = {"batch10_ms", "batch10_p90_ms", "cpu_ms_per_record", "usd_per_million"}
 MEMORY_SIZES = (512,)
 # (calls first, calls redelivery, WRU first, RRU first, RRU redelivery, SNS requests), from each peer's algorithm:
@@ -88,13 +91,57 @@ def test_results_keep_todays_keys_and_add_exactly_the_new_ones(run: dict[str, An
         "default_memory_mb",
         "lambda_cpu",
         "ours_calls_per_batch_of_10_new",
+        "fixed_monthly_usd",
+        "cost_assumptions",
     ]
     assert results["latency_ms_per_call"] == 5
     assert list(results["consumers"]) == ["naive", "seed", "powertools", "ours"]
     for name, figures in results["consumers"].items():
-        assert set(figures) == TODAY_FIELDS, name
-        assert all(isinstance(value, int | float) and not isinstance(value, bool) for value in figures.values())
+        assert set(figures) == TODAY_FIELDS | COST_FIELDS, name
+        numbers = [value for key, value in figures.items() if key != "usd_breakdown"]
+        assert all(isinstance(value, int | float) and not isinstance(value, bool) for value in numbers)
         assert isinstance(figures["duplicate_rows"], int), name
+
+
+@pytest.mark.parametrize("name", ["naive", "seed", "powertools", "ours"])
+def test_usd_per_million_is_the_sum_of_its_breakdown(run: dict[str, Any], name: str) -> None:
+    # GIVEN a consumer's cost line items in results.json
+    figures = run["results"]["consumers"][name]
+    breakdown = figures["usd_breakdown"]
+    # THEN they are the same lines for every consumer, and they add up to usd_per_million
+    assert list(breakdown) == list(OrderCost.__dataclass_fields__)
+    assert round(sum(breakdown.values()), 4) == figures["usd_per_million"]
+
+
+def test_every_cost_is_billed_by_the_same_rules(run: dict[str, Any]) -> None:
+    consumers, details = run["results"]["consumers"], run["details"]["consumers"]
+    for name, figures in consumers.items():
+        breakdown = figures["usd_breakdown"]
+        # THEN the index line is the metered index writes, the logs line the bytes written, for everyone
+        assert breakdown["dynamodb_index_writes"] == pytest.approx(
+            figures["index_wru_per_msg"] * PRICES.dynamodb_per_million_wru, abs=1e-4
+        ), name
+        assert breakdown["cloudwatch_logs"] == pytest.approx(
+            details[name]["log_bytes_per_msg"] * 1e6 / 1e9 * PRICES.cloudwatch_logs_per_gb_ingested, abs=2e-4
+        ), name
+        # THEN what every SQS consumer pays alike is the same, and INIT is billed from the cold start
+        assert breakdown["sqs_producer_sends"] == consumers["ours"]["usd_breakdown"]["sqs_producer_sends"] > 0
+        assert breakdown["sqs_receives_and_deletes"] == consumers["ours"]["usd_breakdown"]["sqs_receives_and_deletes"]
+        assert breakdown["lambda_init"] > 0, name
+    # THEN the peers have no index and no reconciler; ours has both (its pending index is deployed)
+    for name in ("naive", "seed", "powertools"):
+        assert consumers[name]["index_wru_per_msg"] == 0, name
+        assert consumers[name]["usd_breakdown"]["reconciler"] == 0, name
+    assert consumers["ours"]["usd_breakdown"]["reconciler"] > 0
+
+
+def test_fixed_monthly_costs_are_listed_apart(run: dict[str, Any]) -> None:
+    fixed = run["results"]["fixed_monthly_usd"]
+    # THEN alarms, dashboard and custom metrics are listed with their total, not in usd_per_million
+    assert set(fixed) == {"alarm_metrics", "dashboards", "custom_metrics", "total"}
+    assert fixed["total"] == pytest.approx(fixed["alarm_metrics"] + fixed["dashboards"] + fixed["custom_metrics"])
+    assert fixed["alarm_metrics"] > 0
+    assert run["results"]["cost_assumptions"]["cold_start_rate"] > 0
 
 
 def test_lambda_cpu_has_one_entry_per_memory_size_in_the_issue_shape(run: dict[str, Any]) -> None:
@@ -225,6 +272,10 @@ def test_page_states_machine_load_caps_and_shows_the_chart(run: dict[str, Any], 
     assert "![Batch latency and USD per million orders" in page
     assert "(memory-sweep.png)" in page
     assert "| **ours** |" in page
+    # THEN it shows every cost line for every consumer, and the fixed monthly cost apart
+    assert "| USD per million orders | naive | seed | powertools | ours |" in page
+    assert "| dynamodb index writes |" in page
+    assert "Fixed per month" in page
     # THEN the chart is a PNG
     assert run["chart"].startswith(b"\x89PNG\r\n\x1a\n")
 

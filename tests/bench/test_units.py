@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from bench import units
-from bench.prices import PRICES, cost_per_million
+from bench.prices import ASSUMPTIONS, MILLION, PRICES, ReconcilerRun, cost_per_million, fixed_monthly
 from bench.report import HEADLINE_END, HEADLINE_START, update_headline
 
 
@@ -96,24 +96,110 @@ def test_batch_write_item_bills_each_put_or_delete_alone() -> None:
 
 
 def test_cost_per_million_adds_every_line() -> None:
-    # GIVEN 5 WRU, 0.5 RRU, one SNS request and 0.1 SQS request per message, batches of 10 taking 20.2 ms at 1024 MB
+    # GIVEN 5 table WRU, 2 index WRU, 0.5 RRU, one SNS request, 0.1 SQS request and 600 log bytes per
+    # message, batches of 10 taking 20.2 ms at 1024 MB, a 180.5 ms cold start, and a reconciler
+    reconciler = ReconcilerRun(memory_mb=512, every_s=300, billed_ms=99.5, init_ms=180, rru=8, log_bytes=400)
     cost = cost_per_million(
         wru_per_msg=5,
+        index_wru_per_msg=2,
         rru_per_msg=0.5,
         sns_requests_per_msg=1,
         sqs_requests_per_msg=0.1,
         batch_ms=20.2,
         batch_size=10,
         memory_mb=1024,
+        init_ms=180.5,
+        log_bytes_per_msg=600,
+        reconciler=reconciler,
     )
-    # THEN each line follows the price list; duration is billed per started millisecond (21 ms)
-    assert cost.dynamodb_writes == pytest.approx(5 * PRICES.dynamodb_per_million_wru)
+    # THEN each line follows the price list; durations are billed per started millisecond (21 ms, 181 ms)
+    gb_s = PRICES.lambda_arm64_per_gb_second
+    assert cost.dynamodb_table_writes == pytest.approx(5 * PRICES.dynamodb_per_million_wru)
+    assert cost.dynamodb_index_writes == pytest.approx(2 * PRICES.dynamodb_per_million_wru)
     assert cost.dynamodb_reads == pytest.approx(0.5 * PRICES.dynamodb_per_million_rru)
-    assert cost.sns == pytest.approx(PRICES.sns_per_million_requests)
-    assert cost.sqs == pytest.approx(0.1 * PRICES.sqs_per_million_requests)
-    assert cost.lambda_duration == pytest.approx(100_000 * 0.021 * 1.0 * PRICES.lambda_arm64_per_gb_second)
+    assert cost.sns_requests == pytest.approx(PRICES.sns_per_million_requests)
+    assert cost.sqs_producer_sends == pytest.approx(PRICES.sqs_per_million_requests / 10)
+    assert cost.sqs_receives_and_deletes == pytest.approx(2 * 0.1 * PRICES.sqs_per_million_requests)
+    assert cost.sqs_parking == pytest.approx(0.1 * PRICES.sqs_per_million_requests)
+    assert cost.lambda_duration == pytest.approx(100_000 * 0.021 * 1.0 * gb_s)
     assert cost.lambda_requests == pytest.approx(0.1 * PRICES.lambda_per_million_requests)
-    assert cost.total == pytest.approx(sum(v for k, v in cost.as_dict().items() if k != "total"))
+    assert cost.lambda_init == pytest.approx(100_000 * ASSUMPTIONS.cold_start_rate * 0.181 * 1.0 * gb_s)
+    assert cost.cloudwatch_logs == pytest.approx(600 * MILLION / 1e9 * PRICES.cloudwatch_logs_per_gb_ingested)
+    runs = 30 * 86_400 / 300
+    per_run = (
+        PRICES.lambda_per_million_requests / MILLION
+        + 0.1 * 0.5 * gb_s
+        + ASSUMPTIONS.cold_start_rate * 0.18 * 0.5 * gb_s
+        + 8 * PRICES.dynamodb_per_million_rru / MILLION
+        + 400 / 1e9 * PRICES.cloudwatch_logs_per_gb_ingested
+    )
+    assert cost.reconciler == pytest.approx(runs * per_run * MILLION / ASSUMPTIONS.orders_per_month)
+    # THEN the total is the sum of the line items, every one of them
+    assert cost.total == pytest.approx(sum(cost.as_dict().values()))
+    assert all(value > 0 for value in cost.as_dict().values())
+
+
+def test_fixed_monthly_lists_alarms_dashboard_and_custom_metrics() -> None:
+    # GIVEN a deployment with 14 alarm metrics, one dashboard and 9 custom metrics
+    # WHEN its fixed monthly cost is listed
+    lines = fixed_monthly({"alarm_metrics": 14, "dashboards": 1, "custom_metrics": 9})
+    # THEN each line follows CloudWatch's list prices, and the total adds them
+    assert lines == {"alarm_metrics": 1.4, "dashboards": 3.0, "custom_metrics": 2.7, "total": 7.1}
+
+
+PENDING = units.IndexShape(name="pending-by-age", keys=("pending_shard", "created_at"), table_keys=("event_id",))
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "expected"),
+    [
+        # a new record without the index keys: not in the index
+        (None, {"event_id": {"S": "e"}, "created_at": {"N": "1"}}, 0.0),
+        # a new pending record: one index entry put
+        (None, {"event_id": {"S": "e"}, "created_at": {"N": "1"}, "pending_shard": {"S": "3"}}, 1.0),
+        # the sent mark removes the shard: one index entry deleted
+        (
+            {"event_id": {"S": "e"}, "created_at": {"N": "1"}, "pending_shard": {"S": "3"}},
+            {"event_id": {"S": "e"}, "created_at": {"N": "1"}, "status": {"S": "sent"}},
+            1.0,
+        ),
+        # an index key changes value: delete and put
+        (
+            {"event_id": {"S": "e"}, "created_at": {"N": "1"}, "pending_shard": {"S": "3"}},
+            {"event_id": {"S": "e"}, "created_at": {"N": "2"}, "pending_shard": {"S": "3"}},
+            2.0,
+        ),
+        # only an attribute the index does not project changes: nothing
+        (
+            {"event_id": {"S": "e"}, "created_at": {"N": "1"}, "pending_shard": {"S": "3"}, "x": {"S": "a"}},
+            {"event_id": {"S": "e"}, "created_at": {"N": "1"}, "pending_shard": {"S": "3"}, "x": {"S": "b"}},
+            0.0,
+        ),
+        # an entry over 1 KB (a long table key): 2 WRU, not transactional however the table write was
+        (None, {"event_id": {"S": "e" * 1100}, "created_at": {"N": "1"}, "pending_shard": {"S": "3"}}, 2.0),
+    ],
+)
+def test_index_writes_follow_dynamodbs_rules(
+    before: dict[str, Any] | None, after: dict[str, Any] | None, expected: float
+) -> None:
+    # GIVEN the item before and after one table write, and the keys-only pending index
+    # THEN the index costs what the Developer Guide's rules say
+    assert units.index_write_units(PENDING, before, after) == expected
+
+
+def test_an_index_projecting_an_attribute_is_written_when_it_changes() -> None:
+    # GIVEN an index that includes "status", and a write that changes only that attribute
+    index = units.IndexShape(
+        name="by-shard",
+        keys=("pending_shard",),
+        table_keys=("event_id",),
+        projection="INCLUDE",
+        non_key_attributes=("status",),
+    )
+    before = {"event_id": {"S": "e"}, "pending_shard": {"S": "3"}, "status": {"S": "pending"}}
+    after = {**before, "status": {"S": "sent"}}
+    # THEN one index write updates the entry
+    assert units.index_write_units(index, before, after) == 1.0
 
 
 def test_headline_block_is_replaced_in_place_and_the_rest_kept(tmp_path: Path) -> None:
@@ -146,5 +232,5 @@ def test_batched_notifications_cut_the_sns_line_tenfold() -> None:
     one_by_one = cost_per_million(sns_requests_per_msg=1, **common)
     batched = cost_per_million(sns_requests_per_msg=units.batch_requests([600] * 10) / 10, **common)
     # THEN SNS costs a tenth, and nothing else changes
-    assert batched.sns == pytest.approx(one_by_one.sns / 10)
-    assert one_by_one.total - batched.total == pytest.approx(one_by_one.sns * 0.9)
+    assert batched.sns_requests == pytest.approx(one_by_one.sns_requests / 10)
+    assert one_by_one.total - batched.total == pytest.approx(one_by_one.sns_requests * 0.9)

@@ -10,6 +10,7 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk.assertions import Template
 
+from bench.prices import PRICES
 from idempotent_order_pipeline import OUTCOME_METRICS, AlarmThreshold, IdempotentOrderPipeline
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.metric_names import RECONCILER_METRICS
 from idempotent_order_pipeline.monitoring import ALARM_KEYS, DEFAULT_RUNBOOK
@@ -396,12 +397,12 @@ def test_alarm_factory_adds_alarms_alike(fresh_stack: cdk.Stack) -> None:
     assert properties["AlarmActions"] == properties["OKActions"] == [{"Ref": logical_id(fresh_stack, topic)}]
 
 
-# CloudWatch list prices, us-east-1 (aws.amazon.com/cloudwatch/pricing): a standard-resolution alarm
-# costs per metric it watches, a dashboard beyond an account's 3 free ones, a custom metric
-# beyond 10 free ones (the handler's EMF outcome metrics, one series each per service).
-ALARM_METRIC_USD = 0.10
-DASHBOARD_USD = 3.00
-CUSTOM_METRIC_USD = 0.30
+# CloudWatch list prices, us-east-1, from the benchmark's price list (their one home): a
+# standard-resolution alarm costs per metric it watches, a dashboard beyond an account's 3 free
+# ones, a custom metric beyond 10 free ones (the handler's EMF outcome metrics, one series each).
+ALARM_METRIC_USD = PRICES.cloudwatch_alarm_metric_per_month
+DASHBOARD_USD = PRICES.cloudwatch_dashboard_per_month
+CUSTOM_METRIC_USD = PRICES.cloudwatch_custom_metric_per_month
 
 
 def alarm_metric_count(template: dict[str, Any]) -> int:

@@ -25,6 +25,7 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_ind
     PENDING_INDEX_NAME,
     PENDING_SHARD_ATTRIBUTE,
     PENDING_SINCE_ATTRIBUTE,
+    every_shard,
 )
 from idempotent_order_pipeline._lambda_asset.order_consumer.notifier import Notifier
 from idempotent_order_pipeline._lambda_asset.order_consumer.pending_records import PendingIndex
@@ -235,7 +236,7 @@ class ReconcilerWorld:
 
     def pending_in_index(self) -> set[str]:
         found: set[str] = set()
-        for shard in range(16):
+        for shard in every_shard():
             items = self.dynamodb.query(
                 TableName=self.events_table,
                 IndexName=PENDING_INDEX_NAME,

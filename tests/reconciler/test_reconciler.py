@@ -12,6 +12,7 @@ import pytest
 
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_index import (
     PENDING_SHARD_ATTRIBUTE,
+    every_shard,
     pending_shard,
 )
 from idempotent_order_pipeline._lambda_asset.order_consumer.reconciliation import RunReport
@@ -89,19 +90,19 @@ def test_each_notification_has_the_consumers_content(world: ReconcilerWorld) -> 
 
 
 def test_publishes_once_per_run_per_record_across_shards_and_chunks(world: ReconcilerWorld) -> None:
-    # GIVEN 120 old pending records spread over every shard
-    event_ids = world.pend_many([order(i) for i in range(120)], created_at=NOW - HOUR)
-    assert {pending_shard(event_id) for event_id in event_ids} == {str(shard) for shard in range(16)}
+    # GIVEN 160 old pending records spread over every shard (160 of these ids cover all 32)
+    event_ids = world.pend_many([order(i) for i in range(160)], created_at=NOW - HOUR)
+    assert {pending_shard(event_id) for event_id in event_ids} == set(every_shard())
 
     # WHEN one run handles them in small pages and chunks
     report = world.reconciler(clock=clock_at(NOW), page_size=7, chunk_size=4).run()
 
     # THEN every record was in exactly one PublishBatch entry and is marked sent
-    assert report.reconciled == 120
+    assert report.reconciled == 160
     assert world.notified() == dict.fromkeys(event_ids, 1)
     assert all(record["status"] == "sent" for record in world.records().values())
     # AND at most 10 entries went into each PublishBatch call
-    assert world.board.calls["publish_batch"] >= 120 / 10
+    assert world.board.calls["publish_batch"] >= 160 / 10
 
 
 def test_a_record_already_sent_by_a_delivery_is_not_published_again(world: ReconcilerWorld) -> None:

@@ -1,0 +1,108 @@
+"""The construct's default deployment, as the bench bills it: read from a synthesized template.
+
+``python -m bench.deployment`` synthesizes ``IdempotentOrderPipeline(stack, "Pipeline")`` with every
+default (a separate process: the library imports the Lambda asset under its package name, the
+bench's consumer processes load it top-level) and prints :func:`facts` as JSON. The bench builds
+ours' tables in moto from these definitions (the pending index included, so its writes are
+metered as deployed), bills the reconciler at its memory and schedule, and lists the fixed monthly
+cost of the alarms, the dashboard and the custom metrics the template creates.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+#: Consumer and reconciler entry points (the asset's contract).
+CONSUMER_HANDLER = "order_consumer.handler.handler"
+RECONCILER_HANDLER = "order_consumer.reconciler.handler"
+_RATE = re.compile(r"rate\((\d+) (minute|minutes|hour|hours|day|days)\)")
+_SECONDS = {"minute": 60, "hour": 3600, "day": 86400}
+
+
+def _of_type(template: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
+    return {name: r for name, r in template["Resources"].items() if r["Type"] == kind}
+
+
+def _alarm_metrics(alarm: dict[str, Any]) -> int:
+    """Metrics an alarm is billed for (a metric math alarm: each metric it reads)."""
+    properties = alarm["Properties"]
+    return 1 if "MetricName" in properties else sum("MetricStat" in query for query in properties["Metrics"])
+
+
+def _rate_seconds(expression: str) -> int:
+    match = _RATE.fullmatch(expression)
+    if match is None:
+        raise ValueError(f"schedule {expression!r}: expected rate(N minutes|hours|days)")
+    return int(match.group(1)) * _SECONDS[match.group(2).rstrip("s")]
+
+
+def facts(template: dict[str, Any], *, custom_metrics: int) -> dict[str, Any]:
+    """What the bench needs of one pipeline's template (exactly one pipeline, as the default app has)."""
+    tables = {}
+    for resource in _of_type(template, "AWS::DynamoDB::Table").values():
+        role = resource.get("Metadata", {}).get("idempotent_order_pipeline", {}).get("role")
+        properties = resource["Properties"]
+        tables[role] = {
+            "KeySchema": properties["KeySchema"],
+            "AttributeDefinitions": properties["AttributeDefinitions"],
+            "GlobalSecondaryIndexes": properties.get("GlobalSecondaryIndexes", []),
+        }
+    functions = {
+        r["Properties"]["Handler"]: r["Properties"] for r in _of_type(template, "AWS::Lambda::Function").values()
+    }
+    consumer, reconciler = functions[CONSUMER_HANDLER], functions.get(RECONCILER_HANDLER)
+    [mapping] = _of_type(template, "AWS::Lambda::EventSourceMapping").values()
+    rules = [r["Properties"]["ScheduleExpression"] for r in _of_type(template, "AWS::Events::Rule").values()]
+    alarms = _of_type(template, "AWS::CloudWatch::Alarm").values()
+    return {
+        "tables": tables,
+        "consumer": {
+            "memory_mb": consumer["MemorySize"],
+            "timeout_s": consumer["Timeout"],
+            "batch_size": mapping["Properties"].get("BatchSize", 10),
+        },
+        "reconciler": (
+            None if reconciler is None else {"memory_mb": reconciler["MemorySize"], "every_s": _rate_seconds(rules[0])}
+        ),
+        "alarms": len(alarms),
+        "alarm_metrics": sum(_alarm_metrics(alarm) for alarm in alarms),
+        "dashboards": len(_of_type(template, "AWS::CloudWatch::Dashboard")),
+        "custom_metrics": custom_metrics,
+    }
+
+
+def synthesize() -> dict[str, Any]:
+    """The default pipeline's facts (imports the CDK: run in its own process, see :func:`load`)."""
+    import aws_cdk as cdk
+
+    from idempotent_order_pipeline import OUTCOME_METRICS, IdempotentOrderPipeline
+    from idempotent_order_pipeline._lambda_asset.order_consumer.contract.metric_names import RECONCILER_METRICS
+
+    app = cdk.App()
+    stack = cdk.Stack(app, "Bench")
+    IdempotentOrderPipeline(stack, "Pipeline")
+    template = app.synth().get_stack_by_name("Bench").template
+    return facts(template, custom_metrics=len(OUTCOME_METRICS) + len(RECONCILER_METRICS))
+
+
+def load() -> dict[str, Any]:
+    """:func:`synthesize` in a fresh interpreter (the CDK and the library stay out of the bench's process)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(str(REPO_ROOT / p) for p in ("infra", ""))}
+    completed = subprocess.run(
+        [sys.executable, "-m", "bench.deployment"], cwd=REPO_ROOT, env=env, capture_output=True, text=True, check=False
+    )
+    if completed.returncode != 0:
+        raise RuntimeError(f"synthesizing the default pipeline failed:\n{completed.stderr[-3000:]}")
+    result: dict[str, Any] = json.loads(completed.stdout)
+    return result
+
+
+if __name__ == "__main__":
+    print(json.dumps(synthesize()))
