@@ -105,10 +105,6 @@ bench: $(STAMP) ## Consumers at Lambda's CPU share per memory size (cgroups, ~10
 bench-quick: $(STAMP) ## The same benchmark, fewer batches (under 3 minutes); writes only what --out/--page/--readme/--chart name (BENCH_ARGS)
 	$(BENCH) --quick $(BENCH_ARGS)
 
-.PHONY: capacity
-capacity: $(STAMP) ## The capacity model: measure what an order writes, rewrite docs/capacity.md's tables
-	PYTHONPATH=$(CURDIR):$(CURDIR)/infra $(BIN)/python -m bench.capacity
-
 # KILL_CHAOS_KILLS: SIGKILLs of the handler process per queue type in the kill-chaos step (make test: 15).
 KILL_CHAOS_KILLS ?= 520
 

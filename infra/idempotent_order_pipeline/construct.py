@@ -572,12 +572,14 @@ class IdempotentOrderPipeline(Construct):
             )
         )
         if props.vpc is not None:
-            role.add_to_principal_policy(permissions.vpc_network_interface_statement())
+            for statement in permissions.vpc_network_interface_statements(self):
+                role.add_to_principal_policy(statement)
         for statement in permissions.handler_statements(
             self,
             processed_events=self.processed_events_table,
             order_records=self.order_records_table,
             topic=self.topic,
+            queue=self.queue,
             dead_letter_queue=self.dead_letter_queue,
             encryption_key=props.encryption_key,
         ):
@@ -607,7 +609,7 @@ class IdempotentOrderPipeline(Construct):
         )
         function.add_event_source(
             aws_lambda_event_sources.SqsEventSource(
-                self.queue,
+                self._queue_without_key(),
                 batch_size=props.batch_size,
                 max_batching_window=props.max_batching_window,
                 max_concurrency=props.max_concurrency,
@@ -618,6 +620,20 @@ class IdempotentOrderPipeline(Construct):
         self._acknowledge_findings(function, role)
         return function
 
+    def _queue_without_key(self) -> aws_sqs.IQueue:
+        """The queue as the event source sees it: without its key, so that the event source's grant
+        (``grantConsumeMessages``) adds no unconditioned ``kms:Decrypt``; the role's key statement
+        scoped to this queue (``permissions.handler_statements``) is what polling needs."""
+        if self.queue.encryption_master_key is None:
+            return self.queue
+        return aws_sqs.Queue.from_queue_attributes(
+            self,
+            "EventSourceQueue",
+            queue_arn=self.queue.queue_arn,
+            queue_url=self.queue.queue_url,
+            fifo=self.queue.fifo,
+        )
+
     def _create_vpc_endpoints(self) -> dict[str, aws_ec2.IVpcEndpoint]:
         """The DynamoDB gateway endpoint and the SNS and SQS interface endpoints, HTTPS from the function only."""
         props = self._props
@@ -625,18 +641,29 @@ class IdempotentOrderPipeline(Construct):
             return {}
         # The function's subnets (None: the VPC's default choice, private ones, as aws_lambda.Function makes it).
         subnets = props.vpc_subnets
-        endpoints: dict[str, aws_ec2.IVpcEndpoint] = {
-            "dynamodb": aws_ec2.GatewayVpcEndpoint(
-                self,
-                "DynamoDbEndpoint",
-                vpc=props.vpc,
-                service=aws_ec2.GatewayVpcEndpointAwsService.DYNAMODB,
-                subnets=None if subnets is None else [subnets],
-            )
-        }
-        for key, construct_id, service in (
-            ("sns", "SnsEndpoint", aws_ec2.InterfaceVpcEndpointAwsService.SNS),
-            ("sqs", "SqsEndpoint", aws_ec2.InterfaceVpcEndpointAwsService.SQS),
+        dynamodb = aws_ec2.GatewayVpcEndpoint(
+            self,
+            "DynamoDbEndpoint",
+            vpc=props.vpc,
+            service=aws_ec2.GatewayVpcEndpointAwsService.DYNAMODB,
+            subnets=None if subnets is None else [subnets],
+        )
+        for statement in permissions.dynamodb_endpoint_statements(self):
+            dynamodb.add_to_policy(statement)
+        endpoints: dict[str, aws_ec2.IVpcEndpoint] = {"dynamodb": dynamodb}
+        for key, construct_id, service, statement in (
+            (
+                "sns",
+                "SnsEndpoint",
+                aws_ec2.InterfaceVpcEndpointAwsService.SNS,
+                permissions.sns_endpoint_statement(self, self.topic),
+            ),
+            (
+                "sqs",
+                "SqsEndpoint",
+                aws_ec2.InterfaceVpcEndpointAwsService.SQS,
+                permissions.sqs_endpoint_statement(self, self.dead_letter_queue),
+            ),
         ):
             endpoint = aws_ec2.InterfaceVpcEndpoint(
                 self,
@@ -648,6 +675,7 @@ class IdempotentOrderPipeline(Construct):
                 open=False,  # not the whole VPC: HTTPS from the function's security groups only
             )
             endpoint.connections.allow_default_port_from(self.function, "HTTPS from the order pipeline's function")
+            endpoint.add_to_policy(statement)
             endpoints[key] = endpoint
         return endpoints
 
@@ -701,9 +729,12 @@ class IdempotentOrderPipeline(Construct):
             Acknowledgment(
                 id="AwsSolutions::AwsSolutions-IAM5[Resource::*]",
                 reason="Only actions without resource-level permissions use Resource '*': X-Ray PutTraceSegments and "
-                "PutTelemetryRecords (with tracing=True) and the EC2 network interface actions of a function in a "
+                "PutTelemetryRecords (with tracing=True) and the EC2 Describe calls of a function in a "
                 "VPC; every other statement names its exact resource.",
-            )
+            ),
+            Acknowledgment(
+                id=permissions.VPC_NETWORK_INTERFACE_FINDING, reason=permissions.VPC_NETWORK_INTERFACE_REASON
+            ),
         )
         acknowledgments = [
             Acknowledgment(

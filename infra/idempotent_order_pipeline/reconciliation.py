@@ -17,6 +17,7 @@ What this module adds to the construct:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from aws_cdk import (
     Acknowledgment,
@@ -45,9 +46,13 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.contract.metric_name
 )
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.names import RECONCILE_AFTER_VARIABLE
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_index import (
+    INDEX_ENTRY_ATTRIBUTES,
+    ORDER_ROW_ATTRIBUTES,
     PENDING_INDEX_NAME,
+    PENDING_RECORD_ATTRIBUTES,
     PENDING_SHARD_ATTRIBUTE,
     PENDING_SINCE_ATTRIBUTE,
+    SELECT_SPECIFIC_ATTRIBUTES,
 )
 
 #: The reconciler's entry point (contract with ``lambdas/order_consumer/reconciler.py``).
@@ -59,6 +64,15 @@ RECONCILER_TIMEOUT = Duration.minutes(2)
 RECONCILER_MEMORY_MB = 512
 #: Runs of margin the ``pending_too_old`` alarm allows past ``reconcile_after``.
 ALARM_RUNS_OF_MARGIN = 2
+
+
+def _only_attributes(attributes: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """Reads of these attributes only, as the IAM user guide writes it: a projection (``Select``
+    SPECIFIC_ATTRIBUTES, or none given) naming nothing else (``dynamodb:Attributes``)."""
+    return {
+        "ForAllValues:StringEquals": {"dynamodb:Attributes": list(attributes)},
+        "StringEqualsIfExists": {"dynamodb:Select": SELECT_SPECIFIC_ATTRIBUTES},
+    }
 
 
 def add_pending_index(table: aws_dynamodb.Table) -> None:
@@ -140,7 +154,8 @@ class Reconciliation(Construct):
         ):
             role.add_to_principal_policy(statement)
         if vpc is not None:
-            role.add_to_principal_policy(permissions.vpc_network_interface_statement())
+            for statement in permissions.vpc_network_interface_statements(self):
+                role.add_to_principal_policy(statement)
         # With tracing, aws_lambda.Function itself grants the X-Ray writes, as it does the consumer's.
         self.function = aws_lambda.Function(
             self,
@@ -207,11 +222,19 @@ class Reconciliation(Construct):
                 sid="FindPendingRecords",
                 actions=["dynamodb:Query"],
                 resources=[pending_index_arn(processed_events)],
+                conditions=_only_attributes(INDEX_ENTRY_ATTRIBUTES),
             ),
             aws_iam.PolicyStatement(
-                sid="ConfirmRecordsAndOrderRows",
+                sid="ConfirmPendingRecords",
                 actions=["dynamodb:BatchGetItem"],
-                resources=[processed_events.table_arn, order_records.table_arn],
+                resources=[processed_events.table_arn],
+                conditions=_only_attributes(PENDING_RECORD_ATTRIBUTES),
+            ),
+            aws_iam.PolicyStatement(
+                sid="ReadOrderRowIdentities",
+                actions=["dynamodb:BatchGetItem"],
+                resources=[order_records.table_arn],
+                conditions=_only_attributes(ORDER_ROW_ATTRIBUTES),
             ),
             aws_iam.PolicyStatement(
                 sid="MarkEventsSent",
@@ -241,9 +264,12 @@ class Reconciliation(Construct):
             Acknowledgment(
                 id="AwsSolutions::AwsSolutions-IAM5[Resource::*]",
                 reason="X-Ray PutTraceSegments and PutTelemetryRecords (with tracing) and the VPC network interface "
-                "actions (in a VPC) support no resource-level permissions; every other statement names its exact "
-                "resource.",
-            )
+                "Describe calls (in a VPC) support no resource-level permissions; every other statement names its "
+                "exact resource.",
+            ),
+            Acknowledgment(
+                id=permissions.VPC_NETWORK_INTERFACE_FINDING, reason=permissions.VPC_NETWORK_INTERFACE_REASON
+            ),
         )
         if not tracing:
             Validations.of(self.function).acknowledge(

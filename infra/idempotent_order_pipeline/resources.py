@@ -208,9 +208,17 @@ def table_kwargs(props: PipelineProps, spec: TableSpec) -> dict[str, Any]:
     return merged(defaults, as_kwargs(props.table_props), OWNED_TABLE_KEYS)
 
 
+#: The signature version of a standard topic's deliveries (SHA256).
+TOPIC_SIGNATURE_VERSION = "2"
+
+
 def topic_kwargs(props: PipelineProps) -> dict[str, Any]:
     """The topic's keyword arguments: defaults, then ``topic_props``."""
     defaults: dict[str, Any] = {"master_key": props.encryption_key, "enforce_ssl": True}
+    if not props.fifo:
+        # SHA256 signatures on what SNS delivers to HTTPS endpoints (the default, 1, is SHA1). An SNS
+        # FIFO topic delivers to SQS queues only, which SNS does not sign for.
+        defaults["signature_version"] = TOPIC_SIGNATURE_VERSION
     if props.fifo:
         defaults |= {"fifo": True, "content_based_deduplication": False}
         if props.fifo_high_throughput:

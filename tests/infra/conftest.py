@@ -17,6 +17,7 @@ from tests.infra.synth import (
     synth_app,
     synth_brownfield,
     synth_pipeline,
+    synth_trust_boundaries,
 )
 
 
@@ -54,6 +55,12 @@ def brownfield_pipeline(tmp_path_factory: pytest.TempPathFactory) -> Synthesized
     """The sandbox's brownfield app: existing queue, DLQ, tables and CMK imported, a VPC with the
     service endpoints, topic and function overrides, reserved concurrency (the e2e test deploys it)."""
     return synth_brownfield(tmp_path_factory.mktemp("brownfield"))
+
+
+@pytest.fixture(scope="session")
+def trust_boundaries(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
+    """A CMK, a VPC with the construct's endpoints, same-account and cross-account grants."""
+    return synth_trust_boundaries(tmp_path_factory.mktemp("trust"))
 
 
 @pytest.fixture(scope="session")

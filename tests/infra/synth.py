@@ -63,13 +63,23 @@ def _synthesize(app: cdk.App, stack: cdk.Stack, pipeline: IdempotentOrderPipelin
 
 
 def synth_pipeline(
-    outdir: Path, configure: Callable[[cdk.Stack], dict[str, Any]] | None = None, **props: Any
+    outdir: Path,
+    configure: Callable[[cdk.Stack], dict[str, Any]] | None = None,
+    *,
+    after: Callable[[cdk.Stack, IdempotentOrderPipeline], None] | None = None,
+    **props: Any,
 ) -> Synthesized:
-    """A stack holding one ``IdempotentOrderPipeline("Pipeline")``, synthesized with cdk-nag as app.py runs it."""
+    """A stack holding one ``IdempotentOrderPipeline("Pipeline")``, synthesized with cdk-nag as app.py runs it.
+
+    ``configure`` makes props from the stack (a key, a VPC); ``after`` adds to the stack once the
+    pipeline exists (grants).
+    """
     app = cdk.App(outdir=str(outdir))
     stack = cdk.Stack(app, "TestStack")
     extra = configure(stack) if configure else {}
     pipeline = IdempotentOrderPipeline(stack, "Pipeline", **props, **extra)
+    if after is not None:
+        after(stack, pipeline)
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app), ServerlessChecks(app))
     return _synthesize(app, stack, pipeline, outdir)
 
@@ -121,3 +131,43 @@ def synth_brownfield(outdir: Path) -> Synthesized:
     stack = stage.node.find_child(brownfield.STACK_ID)
     assert isinstance(stack, brownfield.BrownfieldPipelineStack)
     return _synthesize(app, stack, stack.pipeline, outdir)
+
+
+#: The other account of the trust-boundary app's grants.
+OTHER_ACCOUNT = "999999999999"
+OTHER_ACCOUNT_ROLE = f"arn:aws:iam::{OTHER_ACCOUNT}:role/producer"
+
+
+def synth_trust_boundaries(outdir: Path) -> Synthesized:
+    """Every trust boundary at once: a CMK, the function in an isolated VPC with the construct's
+    endpoints, a producer and a subscriber of the same account, and send and subscribe grants to
+    another account (its root and one of its roles)."""
+    from aws_cdk import aws_ec2, aws_logs
+
+    def configure(stack: cdk.Stack) -> dict[str, Any]:
+        vpc = aws_ec2.Vpc(
+            stack,
+            "Vpc",
+            max_azs=2,
+            nat_gateways=0,
+            subnet_configuration=[
+                aws_ec2.SubnetConfiguration(name="app", subnet_type=aws_ec2.SubnetType.PRIVATE_ISOLATED)
+            ],
+        )
+        props = customer_managed_key_and_alarm_topic(stack)
+        flow_logs = aws_logs.LogGroup(
+            stack, "VpcFlowLogs", retention=aws_logs.RetentionDays.ONE_MONTH, encryption_key=props["encryption_key"]
+        )
+        vpc.add_flow_log("FlowLog", destination=aws_ec2.FlowLogDestination.to_cloud_watch_logs(flow_logs))
+        return {**props, "vpc": vpc, "create_vpc_endpoints": True}
+
+    def grant(stack: cdk.Stack, pipeline: IdempotentOrderPipeline) -> None:
+        producer = aws_iam.Role(stack, "Producer", assumed_by=aws_iam.AccountRootPrincipal())
+        subscriber = aws_iam.Role(stack, "Subscriber", assumed_by=aws_iam.AccountRootPrincipal())
+        pipeline.grant_send_orders(producer)
+        pipeline.grant_subscribe(subscriber)
+        pipeline.grant_send_orders(aws_iam.AccountPrincipal(OTHER_ACCOUNT))
+        pipeline.grant_send_orders(aws_iam.ArnPrincipal(OTHER_ACCOUNT_ROLE))
+        pipeline.grant_subscribe(aws_iam.AccountPrincipal(OTHER_ACCOUNT))
+
+    return synth_pipeline(outdir, configure, after=grant)

@@ -10,7 +10,7 @@ from aws_cdk import aws_iam, aws_sns_subscriptions, aws_sqs
 from aws_cdk.assertions import Match, Template
 
 from idempotent_order_pipeline import IdempotentOrderPipeline, permissions
-from idempotent_order_pipeline.permissions import VPC_NETWORK_INTERFACE_ACTIONS
+from idempotent_order_pipeline.permissions import VPC_DESCRIBE_ACTIONS
 from tests.infra.synth import Synthesized, customer_managed_key_and_alarm_topic, logical_id, resources_of_type
 
 
@@ -48,20 +48,20 @@ def test_no_statement_has_a_wildcard_action(all_configurations: dict[str, Synthe
     assert {statement["Effect"] for statement in statements} == {"Allow"}
 
 
-@pytest.mark.parametrize("configuration", ["default", "fifo", "cmk"])
+@pytest.mark.parametrize("configuration", ["default", "fifo", "cmk", "brownfield"])
 def test_only_xray_uses_a_wildcard_resource(all_configurations: dict[str, Synthesized], configuration: str) -> None:
     # GIVEN a synthesized configuration
     synthesized = all_configurations[configuration]
     statements = function_statements(synthesized)
     # WHEN the statements on resource "*" are collected
     wildcard = [statement for statement in statements if "*" in as_list(statement["Resource"])]
-    # THEN only X-Ray's (with tracing) and the VPC network interfaces' (with a VPC), which support
-    # no resource-level permissions
+    # THEN only X-Ray's (with tracing) and the EC2 Describe calls' (with a VPC), which support no
+    # resource-level permissions
     function_id = ref(synthesized, synthesized.pipeline.function)
     function_properties = synthesized.template_json["Resources"][function_id]["Properties"]
     expected = []
     if "VpcConfig" in function_properties:
-        expected.append(sorted(VPC_NETWORK_INTERFACE_ACTIONS))
+        expected.append(sorted(VPC_DESCRIBE_ACTIONS))
     if function_properties.get("TracingConfig") == {"Mode": "Active"}:
         expected.append(["xray:PutTelemetryRecords", "xray:PutTraceSegments"])
     assert sorted(sorted(as_list(statement["Action"])) for statement in wildcard) == sorted(expected)
@@ -151,23 +151,23 @@ def test_customer_managed_key_is_usable_only_through_the_pipeline_services(cmk_p
     # GIVEN a pipeline with a customer managed key
     key = logical_id(cmk_pipeline.stack, cmk_pipeline.stack.node.find_child("PipelineKey"))
     statements = by_sid(function_statements(cmk_pipeline))
-    # WHEN the key statement is read
-    statement = statements["UseTheCustomerManagedKeyThroughThePipelineServices"]
-    # THEN it names explicit operations on that key, via DynamoDB, SNS and SQS in this region only
+    # WHEN the DynamoDB and SNS key statement is read (SQS's, scoped to the queues, is in test_trust_boundaries)
+    statement = statements["UseTheCustomerManagedKeyThroughDynamoDBAndSNS"]
+    # THEN it names explicit operations on that key, via DynamoDB and SNS in this region only
     assert statement["Action"] == ["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey"]
     assert statement["Resource"] == {"Fn::GetAtt": [key, "Arn"]}
     services = statement["Condition"]["StringEquals"]["kms:ViaService"]
-    assert [part["Fn::Join"][1][0] for part in services] == ["dynamodb.", "sns.", "sqs."]
+    assert [part["Fn::Join"][1][0] for part in services] == ["dynamodb.", "sns."]
 
 
-def test_event_source_may_decrypt_the_encrypted_source_queue(cmk_pipeline: Synthesized) -> None:
+def test_event_source_adds_no_key_statement(cmk_pipeline: Synthesized) -> None:
     # GIVEN a pipeline with a customer managed key
-    key = logical_id(cmk_pipeline.stack, cmk_pipeline.stack.node.find_child("PipelineKey"))
     # WHEN the unnamed (event source) statements are read
-    # THEN one lets the poller decrypt messages with that key
-    assert {"Effect": "Allow", "Action": "kms:Decrypt", "Resource": {"Fn::GetAtt": [key, "Arn"]}} in (
-        function_statements(cmk_pipeline)
-    )
+    unnamed = [statement for statement in function_statements(cmk_pipeline) if "Sid" not in statement]
+    # THEN they hold the SQS consume actions and no KMS action: the poller decrypts through the role's
+    # statement scoped to the queue (UseTheCustomerManagedKeyForThePipelineQueues), not an open kms:Decrypt
+    assert unnamed
+    assert [s for s in unnamed if any(action.startswith("kms:") for action in as_list(s["Action"]))] == []
 
 
 @pytest.fixture(scope="module")
@@ -194,24 +194,28 @@ def test_grant_send_orders_allows_sending_and_the_key(granted: tuple[Template, d
     template, grants = granted
     stack, pipeline = grants["stack"], grants["pipeline"]
     # WHEN the producer's policy is read
-    # THEN it may send to the queue (only) and use the key to encrypt, and the grant reports success
+    # THEN it may send to the queue (only) and use the key through SQS for that queue, and the grant
+    # reports success
     assert isinstance(grants["send"], aws_iam.Grant)
     assert grants["send"].success
+    queue = {"Fn::GetAtt": [logical_id(stack, pipeline.queue), "Arn"]}
     template.has_resource_properties(
         "AWS::IAM::Policy",
         {
             "Roles": [{"Ref": logical_id(stack, stack.node.find_child("Producer"))}],
             "PolicyDocument": {
                 "Statement": [
-                    {
-                        "Effect": "Allow",
-                        "Action": ["sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"],
-                        "Resource": {"Fn::GetAtt": [logical_id(stack, pipeline.queue), "Arn"]},
-                    },
+                    {"Effect": "Allow", "Action": "sqs:SendMessage", "Resource": queue},
                     {
                         "Effect": "Allow",
                         "Action": ["kms:GenerateDataKey", "kms:Decrypt"],
                         "Resource": {"Fn::GetAtt": [Match.string_like_regexp("^PipelineKey"), "Arn"]},
+                        "Condition": {
+                            "StringEquals": {
+                                "kms:ViaService": Match.any_value(),
+                                "kms:EncryptionContext:aws:sqs:arn": [queue],
+                            }
+                        },
                     },
                 ]
             },
@@ -237,6 +241,7 @@ def test_grant_subscribe_allows_subscribing_to_the_topic(granted: tuple[Template
                         "Effect": "Allow",
                         "Action": "sns:Subscribe",
                         "Resource": {"Ref": logical_id(stack, pipeline.topic)},
+                        "Condition": {"StringEquals": {"sns:Protocol": ["sqs", "lambda", "https"]}},
                     }
                 ]
             },
@@ -302,7 +307,7 @@ def test_cross_account_send_grant_adds_a_queue_policy_statement(cross_account: t
     grants["send"].assert_success()
     assert {
         "Effect": "Allow",
-        "Action": ["sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"],
+        "Action": "sqs:SendMessage",
         "Principal": {"AWS": OTHER_ACCOUNT_ROOT},
         "Resource": {"Fn::GetAtt": [queue, "Arn"]},
     } in statements
@@ -313,14 +318,12 @@ def test_cross_account_send_grant_adds_a_key_policy_statement(cross_account: tup
     template, _ = cross_account
     # WHEN the key policy is read
     statements = policy_statements(template, "AWS::KMS::Key", "KeyPolicy")
-    # THEN the key lets each encrypt (GenerateDataKey) and decrypt, named in the key policy
+    # THEN the key lets each encrypt (GenerateDataKey) and decrypt, named in the key policy, only
+    # through SQS (the exact conditions: test_trust_boundaries)
     for principal in (OTHER_ACCOUNT_ROOT, OTHER_ACCOUNT_ROLE):
-        assert {
-            "Effect": "Allow",
-            "Action": ["kms:GenerateDataKey", "kms:Decrypt"],
-            "Principal": {"AWS": principal},
-            "Resource": "*",
-        } in statements
+        [statement] = [s for s in statements if s.get("Principal") == {"AWS": principal}]
+        assert statement["Action"] == ["kms:GenerateDataKey", "kms:Decrypt"]
+        assert set(statement["Condition"]) == {"StringEquals", "ArnLike"}
 
 
 def test_cross_account_role_is_named_in_the_queue_policy(cross_account: tuple[Template, dict[str, Any]]) -> None:
@@ -353,6 +356,7 @@ def test_cross_account_subscribe_grant_adds_a_topic_policy_statement(
             "Action": "sns:Subscribe",
             "Principal": {"AWS": OTHER_ACCOUNT_ROOT},
             "Resource": {"Ref": topic},
+            "Condition": {"StringEquals": {"sns:Protocol": ["sqs", "lambda", "https"]}},
         }
     ]
 

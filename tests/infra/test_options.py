@@ -11,7 +11,7 @@ from aws_cdk import aws_cloudwatch, aws_ec2, aws_lambda, aws_sns_subscriptions, 
 from aws_cdk.assertions import Match, Template
 
 from idempotent_order_pipeline import IdempotentOrderPipeline
-from idempotent_order_pipeline.permissions import VPC_NETWORK_INTERFACE_ACTIONS
+from idempotent_order_pipeline.permissions import VPC_DESCRIBE_ACTIONS, VPC_NETWORK_INTERFACE_ACTIONS
 from tests.infra.synth import Synthesized, logical_id, resources_of_type
 
 
@@ -81,11 +81,17 @@ def test_vpc_function_role_manages_network_interfaces_without_a_managed_policy(
                 "Statement": Match.array_with(
                     [
                         {
+                            "Sid": "DescribeVpcNetworkInterfaces",
+                            "Effect": "Allow",
+                            "Action": list(VPC_DESCRIBE_ACTIONS),
+                            "Resource": "*",
+                        },
+                        {
                             "Sid": "ManageVpcNetworkInterfaces",
                             "Effect": "Allow",
                             "Action": list(VPC_NETWORK_INTERFACE_ACTIONS),
-                            "Resource": "*",
-                        }
+                            "Resource": Match.object_like({"Fn::Join": Match.any_value()}),
+                        },
                     ]
                 )
             }

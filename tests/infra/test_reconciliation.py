@@ -137,11 +137,10 @@ def test_the_reconciler_role_has_exactly_its_calls(default_pipeline: Synthesized
     assert statements["FindPendingRecords"]["Resource"] == {
         "Fn::Join": ["", [{"Fn::GetAtt": [events, "Arn"]}, "/index/pending-by-age"]]
     }
-    assert statements["ConfirmRecordsAndOrderRows"]["Action"] == "dynamodb:BatchGetItem"
-    assert statements["ConfirmRecordsAndOrderRows"]["Resource"] == [
-        {"Fn::GetAtt": [events, "Arn"]},
-        {"Fn::GetAtt": [orders, "Arn"]},
-    ]
+    assert statements["ConfirmPendingRecords"]["Action"] == "dynamodb:BatchGetItem"
+    assert statements["ConfirmPendingRecords"]["Resource"] == {"Fn::GetAtt": [events, "Arn"]}
+    assert statements["ReadOrderRowIdentities"]["Action"] == "dynamodb:BatchGetItem"
+    assert statements["ReadOrderRowIdentities"]["Resource"] == {"Fn::GetAtt": [orders, "Arn"]}
     assert statements["MarkEventsSent"] == {
         "Sid": "MarkEventsSent",
         "Action": "dynamodb:UpdateItem",

@@ -96,8 +96,8 @@ class DeadLetter:
 
     @functools.cached_property
     def envelope(self) -> Envelope | None:
-        """The consumer's mark if it parked this message; None for one SQS moved here (or a stranger's)."""
-        return envelope_of(self.attributes, string_key="StringValue")
+        """The consumer's mark if it parked this message; None for one SQS moved here, whatever it carries."""
+        return envelope_of(self.attributes, string_key="StringValue", system_attributes=self.system_attributes)
 
     def _reason(self, name: str) -> str | None:
         """A reason attribute, trusted only when the envelope says the consumer added it."""

@@ -16,7 +16,15 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from .contract.errors import StoreUnavailableError
 from .contract.names import STATUS_PENDING
-from .contract.pending_index import PENDING_INDEX_NAME, PENDING_SHARD_ATTRIBUTE, PENDING_SINCE_ATTRIBUTE
+from .contract.pending_index import (
+    INDEX_ENTRY_ATTRIBUTES,
+    ORDER_ROW_ATTRIBUTES,
+    PENDING_INDEX_NAME,
+    PENDING_RECORD_ATTRIBUTES,
+    PENDING_SHARD_ATTRIBUTE,
+    PENDING_SINCE_ATTRIBUTE,
+    SELECT_SPECIFIC_ATTRIBUTES,
+)
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
@@ -72,6 +80,12 @@ def _number(item: Mapping[str, Any], name: str) -> int:
     return int(Decimal(item.get(name, {}).get("N", "0")))
 
 
+def _projection(attributes: Sequence[str]) -> dict[str, Any]:
+    """A ProjectionExpression of exactly ``attributes``, every name as a placeholder (``status`` is reserved)."""
+    names = {f"#a{position}": name for position, name in enumerate(attributes)}
+    return {"ProjectionExpression": ", ".join(names), "ExpressionAttributeNames": names}
+
+
 class PendingIndex:
     """Reads the index and confirms what it lists with consistent reads. Thread-safe."""
 
@@ -92,11 +106,13 @@ class PendingIndex:
             "TableName": self._events_table,
             "IndexName": PENDING_INDEX_NAME,
             "KeyConditionExpression": PENDING_IN_SHARD_BEFORE,
-            "ExpressionAttributeNames": {"#shard": PENDING_SHARD_ATTRIBUTE, "#since": PENDING_SINCE_ATTRIBUTE},
             "ExpressionAttributeValues": {":shard": {"S": shard}, ":before": {"N": f"{created_before:.3f}"}},
             "ScanIndexForward": True,
             "Limit": limit,
+            **_projection(INDEX_ENTRY_ATTRIBUTES),
+            "Select": SELECT_SPECIFIC_ATTRIBUTES,
         }
+        request["ExpressionAttributeNames"] |= {"#shard": PENDING_SHARD_ATTRIBUTE, "#since": PENDING_SINCE_ATTRIBUTE}
         if start_key is not None:
             request["ExclusiveStartKey"] = start_key
         try:
@@ -117,13 +133,7 @@ class PendingIndex:
         Raises:
             StoreUnavailableError: a call failed.
         """
-        items, unread = self._batch_get(
-            self._events_table,
-            "event_id",
-            event_ids,
-            projection="event_id, #status, order_id, payload_sha256, created_at",
-            names={"#status": "status"},
-        )
+        items, unread = self._batch_get(self._events_table, "event_id", event_ids, PENDING_RECORD_ATTRIBUTES)
         records = [
             PendingRecord(
                 event_id=_text(item, "event_id"),
@@ -142,9 +152,7 @@ class PendingIndex:
         Raises:
             StoreUnavailableError: a call failed.
         """
-        items, unread = self._batch_get(
-            self._orders_table, "order_id", order_ids, projection="order_id, event_id, payload_sha256", names=None
-        )
+        items, unread = self._batch_get(self._orders_table, "order_id", order_ids, ORDER_ROW_ATTRIBUTES)
         rows = {
             _text(item, "order_id"): OrderRow(
                 event_id=_text(item, "event_id"), payload_sha256=_text(item, "payload_sha256")
@@ -158,9 +166,7 @@ class PendingIndex:
         table: str,
         key_name: str,
         keys: Sequence[str],
-        *,
-        projection: str,
-        names: Mapping[str, str] | None,
+        attributes: Sequence[str],
     ) -> tuple[list[Mapping[str, Any]], set[str]]:
         items: list[Mapping[str, Any]] = []
         unread: set[str] = set()
@@ -169,10 +175,8 @@ class PendingIndex:
             request: dict[str, Any] = {
                 "Keys": [{key_name: {"S": key}} for key in unique[start : start + MAX_BATCH_GET_KEYS]],
                 "ConsistentRead": True,
-                "ProjectionExpression": projection,
+                **_projection(attributes),
             }
-            if names:
-                request["ExpressionAttributeNames"] = dict(names)
             for _attempt in range(BATCH_GET_ATTEMPTS):
                 try:
                     response = self._client.batch_get_item(RequestItems={table: cast(Any, request)})

@@ -11,6 +11,16 @@ reserved name). Nothing is trusted by its name alone: only an attribute of that 
 is exactly such an envelope marks a message as parked, and only the names the envelope lists are
 removed again. A producer's own ``error_code`` or ``original_attributes`` is therefore an ordinary
 attribute: the consumer packs it (a reserved name) or copies it, and a redrive returns it as sent.
+
+Nothing signs the envelope (a signature needs a secret the consumer does not have), so what makes it
+the consumer's is how the message reached the DLQ. Only the consumer's role may send there (the
+construct grants SendMessage on the DLQ to no one else), and it always writes its own envelope,
+replacing any it received. A producer can still put a well-formed envelope on a message it sends to
+the orders queue; if that message is then moved to the DLQ by the queue's redrive policy (after
+``maxReceiveCount`` receives), it arrives with the producer's envelope. SQS marks every message its
+redrive policy moves with the system attribute :data:`MOVED_BY_SQS_ATTRIBUTE`, so such a message has
+no envelope of the consumer's, whatever it carries (:func:`envelope_of` with its system attributes):
+the CLI lists it as moved after too many receives, never with the reason it claims.
 """
 
 from __future__ import annotations
@@ -26,6 +36,9 @@ REASON_ATTRIBUTES = ("error_code", "error_message", "source_message_id")
 PARKED_ATTRIBUTE = "order_pipeline_parked"
 #: The envelope's version; an envelope of another version is not ours (treated as a producer's value).
 ENVELOPE_VERSION = 1
+#: The system attribute SQS adds to each message its redrive policy moves into a dead-letter queue
+#: (the source queue's ARN); the consumer's own SendMessage never carries it.
+MOVED_BY_SQS_ATTRIBUTE = "DeadLetterQueueSourceArn"
 #: Every attribute the consumer adds when it parks (an original of one of these names is packed).
 ADDED_ATTRIBUTES = (PARKED_ATTRIBUTE, *REASON_ATTRIBUTES)
 # The keys of an attribute in the Lambda event shape, as packed.
@@ -76,12 +89,21 @@ def _is_packed_value(value: object) -> bool:
     )
 
 
-def envelope_of(attributes: Mapping[str, Mapping[str, Any]], *, string_key: str) -> Envelope | None:
+def envelope_of(
+    attributes: Mapping[str, Mapping[str, Any]],
+    *,
+    string_key: str,
+    system_attributes: Mapping[str, Any] | None = None,
+) -> Envelope | None:
     """The consumer's envelope on a message, or None if it carries none (not parked by the consumer).
 
     ``string_key`` is where an attribute keeps its string: ``stringValue`` in a Lambda event,
-    ``StringValue`` in a ReceiveMessage answer.
+    ``StringValue`` in a ReceiveMessage answer. ``system_attributes``, given for a message received
+    from the DLQ: one SQS moved there (:data:`MOVED_BY_SQS_ATTRIBUTE`) has no envelope of the
+    consumer's, whatever it carries (see the module docstring).
     """
+    if system_attributes is not None and MOVED_BY_SQS_ATTRIBUTE in system_attributes:
+        return None
     marker = attributes.get(PARKED_ATTRIBUTE)
     return Envelope.read(marker.get(string_key)) if marker is not None else None
 

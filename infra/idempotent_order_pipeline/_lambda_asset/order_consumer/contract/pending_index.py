@@ -27,6 +27,19 @@ PENDING_SINCE_ATTRIBUTE = "created_at"
 #: the pipeline's first limit (docs/capacity.md). The reconciler queries every shard each run.
 PENDING_SHARDS = 32
 
+# What each of the reconciler's reads projects (``order_consumer.pending_records``): its role may
+# read these attributes and no others (``dynamodb:Attributes`` in the construct's reconciliation
+# module; every read names them, so ``dynamodb:Select`` is SPECIFIC_ATTRIBUTES). Key attributes
+# included, as IAM requires.
+#: An index entry: the table's key and the index's keys.
+INDEX_ENTRY_ATTRIBUTES = ("event_id", PENDING_SHARD_ATTRIBUTE, PENDING_SINCE_ATTRIBUTE)
+#: A processed-events record, as a reconciliation needs it.
+PENDING_RECORD_ATTRIBUTES = ("event_id", "status", "order_id", "payload_sha256", PENDING_SINCE_ATTRIBUTE)
+#: An order row's identity part (never the order itself).
+ORDER_ROW_ATTRIBUTES = ("order_id", "event_id", "payload_sha256")
+#: The only ``Select`` the reads use (implied by a ProjectionExpression, and written out on Query).
+SELECT_SPECIFIC_ATTRIBUTES = "SPECIFIC_ATTRIBUTES"
+
 
 def every_shard() -> tuple[str, ...]:
     """Every partition of the index, ``"0"`` to ``"31"``."""
