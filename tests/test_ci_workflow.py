@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
@@ -33,7 +34,7 @@ def test_the_workflow_runs_make_test_on_pull_requests_and_pushes_with_caches() -
     # AND pip is cached by the requirements files, npm by the lock file
     [python] = [step for step in steps if step.get("uses", "").startswith("actions/setup-python@")]
     assert python["with"]["cache"] == "pip"
-    assert "requirements-dev.txt" in python["with"]["cache-dependency-path"]
+    assert "requirements-dev.lock" in python["with"]["cache-dependency-path"]
     [npm] = [step for step in steps if step.get("uses", "").startswith("actions/cache@")]
     assert npm["with"]["path"] == "~/.npm"
     assert "hashFiles('package-lock.json')" in npm["with"]["key"]
@@ -42,6 +43,7 @@ def test_the_workflow_runs_make_test_on_pull_requests_and_pushes_with_caches() -
     assert checkout["with"]["fetch-depth"] == 0
 
 
+@pytest.mark.slow
 def test_make_lint_runs_actionlint_which_accepts_the_workflow() -> None:
     lint_recipe = re.search(r"^lint:.*\n((?:\t.*\n)+)", (REPO / "Makefile").read_text(), re.M)
     assert lint_recipe is not None
@@ -51,6 +53,7 @@ def test_make_lint_runs_actionlint_which_accepts_the_workflow() -> None:
     assert "1 workflow(s), 0 problem(s)" in completed.stderr
 
 
+@pytest.mark.slow
 def test_actionlint_rejects_a_broken_workflow(tmp_path: Path) -> None:
     # GIVEN the workflow with an expression naming a context property that does not exist
     broken = tmp_path / "ci.yml"
@@ -60,3 +63,20 @@ def test_actionlint_rejects_a_broken_workflow(tmp_path: Path) -> None:
     # THEN it fails, naming the line and the problem
     assert completed.returncode == 1
     assert 'property "base_branch" is not defined' in completed.stdout
+
+
+def test_every_action_is_pinned_by_commit_and_checkout_keeps_no_credentials() -> None:
+    # GIVEN the workflow's steps, as text (for the tag comments) and parsed
+    text = WORKFLOW.read_text()
+    workflow: dict[Any, Any] = yaml.safe_load(text)
+    steps = [step for job in workflow["jobs"].values() for step in job["steps"]]
+    uses = [step["uses"] for step in steps if "uses" in step]
+    # THEN every action is named by a full commit SHA (a tag can be moved to other code), with the
+    # tag it was pinned from in a comment
+    assert uses
+    for action in uses:
+        assert re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", action), action
+        assert re.search(rf"uses: {re.escape(action)} # v\d+\.\d+\.\d+\n", text), action
+    # AND checkout writes no token into .git/config for the pull request's code that runs next
+    [checkout] = [step for step in steps if step.get("uses", "").startswith("actions/checkout@")]
+    assert checkout["with"]["persist-credentials"] is False

@@ -42,6 +42,7 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_build_makes_an_sdist_and_a_wheel_that_twine_accepts(dist: Path) -> None:
     # GIVEN the built distributions
     version = idempotent_order_pipeline.__version__
@@ -62,6 +63,7 @@ def test_build_makes_an_sdist_and_a_wheel_that_twine_accepts(dist: Path) -> None
     assert completed.stdout.count("PASSED") == 2
 
 
+@pytest.mark.slow
 def test_the_version_is_defined_once_and_reaches_the_metadata(dist: Path) -> None:
     # GIVEN pyproject.toml, which must not repeat the version
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]

@@ -119,9 +119,10 @@ CHECKOV_SUPPRESSIONS: tuple[tuple[CheckovSuppression, Condition], ...] = (
             "CKV_AWS_111",
             "function_policy",
             "In a VPC: Lambda needs ec2:CreateNetworkInterface, DescribeNetworkInterfaces, DescribeSubnets, "
-            "DeleteNetworkInterface, AssignPrivateIpAddresses and UnassignPrivateIpAddresses on every "
-            "resource to attach the function to its subnets (the actions of AWS's AWSLambdaVPCAccessExecutionRole "
-            "policy); they give no access to data.",
+            "DeleteNetworkInterface, AssignPrivateIpAddresses and UnassignPrivateIpAddresses to attach the function "
+            "to its subnets (the actions of AWS's AWSLambdaVPCAccessExecutionRole policy): the Describe calls on every "
+            "resource (they support no other), the others on this account's resources of the region; they give no "
+            "access to data.",
         ),
         lambda facts: facts.function_in_vpc,
     ),

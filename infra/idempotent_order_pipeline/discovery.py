@@ -16,7 +16,7 @@ template on the operator's side and imports nothing of the CDK.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -69,10 +69,35 @@ class DiscoveredPipeline:
         return self.path.rsplit("/", 1)[-1]
 
     def matches(self, selector: str) -> bool:
-        """Whether ``--pipeline selector`` names this pipeline: its path in the stack, a full path
-        ending with it (``dev/Shop/Orders``), or its construct id."""
+        """Whether ``--pipeline selector`` could name this pipeline: its path in the stack, a full
+        path ending with it (``dev/Shop/Orders``), or its construct id. :func:`select` decides
+        between several candidates."""
         selector = selector.strip("/")
         return selector in (self.path, self.construct_id) or selector.endswith(f"/{self.path}")
+
+
+def select(pipelines: Sequence[DiscoveredPipeline], selector: str) -> list[DiscoveredPipeline]:
+    """The pipelines ``--pipeline selector`` names, by the most exact spelling that names any.
+
+    1. the pipeline whose path in the stack is the selector (``Sales/Orders``, or ``Orders`` for a
+       pipeline at the stack's top level);
+    2. else the pipeline whose path ends the selector, a full path with the stage and stack in front
+       (``prod/Shop/Sales/Orders``): the longest such path, the most specific;
+    3. else the pipelines whose construct id is the selector (``Orders``).
+
+    So pipelines ``Orders`` and ``Sales/Orders`` in one stack are each selected by their path. More
+    than one result means the selector is ambiguous (``Orders`` for ``Sales/Orders`` and
+    ``Returns/Orders``); none, that it names no pipeline.
+    """
+    selector = selector.strip("/")
+    exact = [p for p in pipelines if p.path == selector]
+    if exact:
+        return exact
+    by_full_path = [p for p in pipelines if selector.endswith(f"/{p.path}")]
+    if by_full_path:
+        longest = max(len(p.path) for p in by_full_path)
+        return [p for p in by_full_path if len(p.path) == longest]
+    return [p for p in pipelines if p.construct_id == selector]
 
 
 def pipelines_in(template: Mapping[str, Any], physical_ids: Mapping[str, str]) -> list[DiscoveredPipeline]:

@@ -27,9 +27,8 @@ from aws_cdk import Duration, aws_cloudwatch, aws_dynamodb, aws_lambda, aws_sns,
 from constructs import Construct
 
 PERIOD = Duration.minutes(1)
-# The operations the handler performs on each table (CloudWatch's Operation dimension). The sent
-# marks are Updates inside TransactWriteItems too: the handler never calls UpdateItem.
-PROCESSED_EVENTS_OPERATIONS = (aws_dynamodb.Operation.TRANSACT_WRITE_ITEMS,)
+# The operations the handler performs on each table (CloudWatch's Operation dimension).
+PROCESSED_EVENTS_OPERATIONS = (aws_dynamodb.Operation.TRANSACT_WRITE_ITEMS, aws_dynamodb.Operation.UPDATE_ITEM)
 ORDER_RECORDS_OPERATIONS = (aws_dynamodb.Operation.TRANSACT_WRITE_ITEMS,)
 
 #: Every alarm the construct can create, by key (the keys of ``alarms`` and of ``alarm_overrides``).

@@ -8,12 +8,16 @@ The handler calls (contract with ``lambdas/order_consumer``):
   developer guide, "Using IAM with DynamoDB transactions"); returning the old item on a failed
   condition needs no read permission. The statement only allows PutItem *inside* a transaction
   (``dynamodb:EnclosingOperation``), so the role cannot overwrite a row outside one.
-- ``dynamodb:TransactWriteItems`` again for the ``sent`` marks: conditional ``Update``s of
-  processed_events records, each authorized as ``dynamodb:UpdateItem`` on that table (the handler
-  never calls UpdateItem itself).
-- ``sns:PublishBatch`` on the topic, authorized as ``sns:Publish``.
-- ``sqs:SendMessage`` and ``sqs:SendMessageBatch`` on the dead-letter queue (permanent failures are
-  parked there directly), both authorized as ``sqs:SendMessage``.
+- ``dynamodb:UpdateItem`` on processed_events: the ``sent`` mark, one conditional ``UpdateItem`` per
+  record outside any transaction (1 write unit; inside a transaction it would cost 2). It needs no
+  read permission (``ReturnValuesOnConditionCheckFailure=ALL_OLD`` comes with the failed write).
+  IAM offers no ``EnclosingOperation`` for a call outside a transaction; ``dynamodb:Attributes``
+  could narrow the attributes the role may update, but how IAM counts the attributes of the
+  condition and of ``ALL_OLD`` cannot be checked offline, and a wrong condition would refuse every
+  mark (each record republished on every redelivery until the reconciler, itself refused), so the
+  statement stays at the action and the table.
+- ``sns:Publish`` on the topic.
+- ``sqs:SendMessage`` on the dead-letter queue (permanent failures are parked there directly).
 
 The event source mapping's own SQS permissions (receive, delete, change visibility, attributes)
 come from ``SqsEventSource``, which grants them on the source queue only; X-Ray and CloudWatch Logs

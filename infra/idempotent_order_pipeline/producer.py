@@ -119,6 +119,10 @@ class PreparedOrder:
     event_id: str
     order_id: str
     body: str
+    #: A FIFO queue's ``MessageDeduplicationId``; None: derived from the event id, so that SQS drops
+    #: a producer's retry within its five-minute window. A deliberate second delivery (the CLI's
+    #: ``pending --resend``) sets a fresh one, or SQS would accept it and drop it unseen.
+    deduplication_id: str | None = None
 
     @property
     def attributes(self) -> dict[str, MessageAttributeValueTypeDef]:
@@ -277,7 +281,7 @@ class OrderPublisher:
             return {}
         return {
             "MessageGroupId": sns_group_id(prepared.order_id),
-            "MessageDeduplicationId": sns_deduplication_id(prepared.event_id),
+            "MessageDeduplicationId": prepared.deduplication_id or sns_deduplication_id(prepared.event_id),
         }
 
     def send(self, order: Mapping[str, Any]) -> str:

@@ -1,10 +1,11 @@
 """The bench runs end to end with tiny numbers and writes results, chart, page and README figures, in shape.
 
 Speed is never asserted here (the machine is shared); only that the run works, the JSON has the
-issues' shape (7, then 12), and the counts each peer's algorithm implies. The product consumer is a
-black box whose calls change with its version: for it, the moto counts must equal what the HTTP
-stand-in saw, and a redelivery must cost one call per record. The run is a subprocess, as
-``make bench`` is: a fresh interpreter, whose product handler no other test has configured.
+results contract's shape (today's keys, then the added ones), and the counts each peer's algorithm
+implies. The product consumer is a black box whose calls change with its version: for it, the moto
+counts must equal what the HTTP stand-in saw, and a redelivery must cost one call per record. The
+run is a subprocess, as ``make bench`` is: a fresh interpreter, whose product handler no other test
+has configured.
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ import pytest
 from bench.prices import PRICES, OrderCost
 from bench.report import headline
 
+# Runs the benchmark end to end in a subprocess.
+pytestmark = pytest.mark.slow
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TODAY_FIELDS = {
     "batch10_ms",
@@ -34,7 +38,7 @@ TODAY_FIELDS = {
     "cold_import_ms",
     "duplicate_rows",
 }
-#: Issue 21's additions to each consumer: the index writes apart, and every cost line.
+#: The cost fields added to each consumer: the index writes apart, and every cost line.
 COST_FIELDS = {"index_wru_per_msg", "usd_breakdown"}
 LAMBDA_CPU_FIELDS = {"batch10_ms", "batch10_p90_ms", "cpu_ms_per_record", "usd_per_million"}
 MEMORY_SIZES = (512,)
@@ -144,7 +148,7 @@ def test_fixed_monthly_costs_are_listed_apart(run: dict[str, Any]) -> None:
     assert run["results"]["cost_assumptions"]["cold_start_rate"] > 0
 
 
-def test_lambda_cpu_has_one_entry_per_memory_size_in_the_issue_shape(run: dict[str, Any]) -> None:
+def test_lambda_cpu_has_one_entry_per_swept_memory_size_and_the_default(run: dict[str, Any]) -> None:
     results = run["results"]
     default = results["default_memory_mb"]
     # THEN every swept size and the default are keys (strings), in ascending order
@@ -246,7 +250,7 @@ def test_cold_start_is_import_plus_clients(run: dict[str, Any]) -> None:
         assert details["cold_start_ms"] >= details["cold_import_ms"] > 0, name
 
 
-def test_targets_are_the_issues(run: dict[str, Any]) -> None:
+def test_targets_are_the_performance_goals_in_order(run: dict[str, Any]) -> None:
     names = [t["target"] for t in run["details"]["targets"]]
     assert [n.split(":")[0] for n in names] == [
         f"batch of 10 at the default memory ({_default_memory()} MB)",

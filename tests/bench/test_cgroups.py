@@ -98,6 +98,7 @@ def test_close_removes_every_cgroup_it_made(tmp_path: Path) -> None:
     assert not any(group.exists() for group in groups)
 
 
+@pytest.mark.slow
 def test_on_this_machine_a_process_is_capped_and_the_cgroup_removed() -> None:
     """The real kernel: a capped cgroup holds a process and is gone after close (or the reason is stated)."""
     caps, note = cgroups.open_caps()

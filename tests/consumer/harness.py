@@ -29,6 +29,7 @@ from botocore.exceptions import ClientError
 from idempotent_order_pipeline._lambda_asset.order_consumer import handler as handler_module
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.keys import derive_event_id, payload_sha256
 from idempotent_order_pipeline._lambda_asset.order_consumer.runtime import Clients
+from idempotent_order_pipeline._lambda_asset.order_consumer.store import MARK_SENT
 
 
 class Crash(BaseException):
@@ -50,34 +51,32 @@ def cancelled(*codes: str) -> ClientError:
 
 
 def is_record_write(request: Mapping[str, Any]) -> bool:
-    """Whether a TransactWriteItems request is a record's first write (two Puts), not the sent marks."""
+    """Whether a TransactWriteItems request is a record's first write (two Puts)."""
     return "Put" in request.get("TransactItems", [{}])[0]
 
 
 def is_mark(request: Mapping[str, Any]) -> bool:
-    """Whether a TransactWriteItems request is the batch's sent marks (conditional Updates)."""
-    return "Update" in request.get("TransactItems", [{}])[0]
+    """Whether an UpdateItem request is a sent mark."""
+    return request.get("UpdateExpression") == MARK_SENT
 
 
 def written_event_id(request: Mapping[str, Any]) -> str | None:
-    """The event id a record write puts (None for the marks)."""
+    """The event id a record write puts (None for other requests)."""
     if not is_record_write(request):
         return None
     return str(request["TransactItems"][0]["Put"]["Item"]["event_id"]["S"])
 
 
 def written_order_id(request: Mapping[str, Any]) -> str | None:
-    """The order id a record write puts (None for the marks)."""
+    """The order id a record write puts (None for other requests)."""
     if not is_record_write(request):
         return None
     return str(request["TransactItems"][1]["Put"]["Item"]["order_id"]["S"])
 
 
-def marked_event_ids(request: Mapping[str, Any]) -> list[str]:
-    """The event ids a sent-marks request updates (empty for a record write)."""
-    if not is_mark(request):
-        return []
-    return [str(item["Update"]["Key"]["event_id"]["S"]) for item in request["TransactItems"]]
+def marked_event_ids(requests: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The event ids the sent marks among ``requests`` (UpdateItem requests) update, in call order."""
+    return [str(request["Key"]["event_id"]["S"]) for request in requests if is_mark(request)]
 
 
 @dataclass

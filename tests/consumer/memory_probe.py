@@ -46,8 +46,8 @@ def _many_keys() -> str:
 
 
 BODIES: dict[str, Callable[[], str]] = {
-    # The issue's reproduction: [1e999999, ...] x 300, a 2.7 KB body; then the same filling 256 KB.
-    "issue-reproduction": lambda: '{"order_id": "m", "x": [' + ",".join(["1e999999"] * 300) + "]}",
+    # [1e999999, ...] x 300, a 2.7 KB body; then the same filling 256 KB.
+    "300-huge-exponents": lambda: '{"order_id": "m", "x": [' + ",".join(["1e999999"] * 300) + "]}",
     "huge-exponents": lambda: _fill('{"order_id": "m", "x": [', "1e999999,", "0]}"),
     "exponent-of-260k-digits": lambda: _fill('{"order_id": "m", "x": 1e', "9", "}"),
     "mantissa-of-260k-digits": lambda: _fill('{"order_id": "m", "x": 1.', "0", "1}"),

@@ -2,7 +2,7 @@
 
 It speaks just enough DynamoDB (JSON 1.0), SNS (query/XML) and SQS (JSON 1.0) for the consumer's
 first-delivery path: a record's ``TransactWriteItems`` (two Puts) succeeds, ``PublishBatch``
-accepts every entry, the sent marks' ``TransactWriteItems`` (Updates) succeed. Each kind of call
+accepts every entry, the sent marks (``UpdateItem``) succeed. Each kind of call
 (:data:`KINDS`) can be set to :data:`ANSWER`, :data:`HANG` (read the request, never answer) or
 :data:`TRICKLE` (send the headers, then one byte of the body every :data:`TRICKLE_INTERVAL_S`, so
 a read timeout never fires). It records the event ids it accepted per kind.
@@ -88,10 +88,10 @@ class _Handler(BaseHTTPRequestHandler):
         """(kind, event ids, response body, content type) for a request."""
         if target.startswith("DynamoDB"):
             request = json.loads(body)
-            if target.endswith(".UpdateItem"):  # a single sent mark (earlier versions of the consumer)
+            if target.endswith(".UpdateItem"):  # a sent mark
                 return "mark", [request["Key"]["event_id"]["S"]], b"{}", "application/x-amz-json-1.0"
             items = request.get("TransactItems", [])
-            if items and "Update" in items[0]:
+            if items and "Update" in items[0]:  # sent marks in one transaction (earlier versions)
                 events = [item["Update"]["Key"]["event_id"]["S"] for item in items]
                 return "mark", events, b"{}", "application/x-amz-json-1.0"
             events = [items[0]["Put"]["Item"]["event_id"]["S"]] if items else []

@@ -12,12 +12,11 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.contract.errors impo
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.sns_ids import FIFO_ID as SNS_FIFO_ID
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.sns_ids import sns_deduplication_id, sns_group_id
 from idempotent_order_pipeline._lambda_asset.order_consumer.notifier import Notification, Notifier
-from idempotent_order_pipeline._lambda_asset.order_consumer.store import OrderStore
+from idempotent_order_pipeline._lambda_asset.order_consumer.store import EVENT_IS_PENDING_WITH_THIS_CONTENT, OrderStore
 from tests.consumer.harness import (
     ArmedFault,
     Crash,
     World,
-    cancelled,
     client_error,
     is_mark,
     marked_event_ids,
@@ -35,7 +34,7 @@ def event_of(entry: dict[str, Any]) -> str:
     return str(json.loads(entry["Message"])["event_id"])
 
 
-def test_a_batch_of_ten_new_orders_makes_twelve_calls(world: World) -> None:
+def test_a_batch_of_ten_new_orders_makes_one_call_per_write_and_one_publish(world: World) -> None:
     # GIVEN ten new orders
     records = new_orders(10)
     # WHEN delivered in one batch
@@ -44,12 +43,13 @@ def test_a_batch_of_ten_new_orders_makes_twelve_calls(world: World) -> None:
     assert response == {"batchItemFailures": []}
     assert {e: r["status"] for e, r in world.event_records().items()} == {f"evt-o-{i}": "sent" for i in range(10)}
     assert sorted(world.notified_events().values()) == [1] * 10
-    # AND the calls were: ten transactions, one PublishBatch of ten entries, one TransactWriteItems of ten marks
-    assert world.board.calls == {"transact_write_items": 11, "publish_batch": 1}
+    # AND the calls were: ten transactions, one PublishBatch of ten entries, ten conditional UpdateItem marks
+    assert world.board.calls == {"transact_write_items": 10, "publish_batch": 1, "update_item": 10}
     [publish] = world.board.requests["publish_batch"]
     assert len(publish["PublishBatchRequestEntries"]) == 10
-    [marks] = [r for r in world.board.requests["transact_write_items"] if is_mark(r)]
+    marks = world.board.requests["update_item"]
     assert sorted(marked_event_ids(marks)) == sorted(f"evt-o-{i}" for i in range(10))
+    assert all(mark["ConditionExpression"] == EVENT_IS_PENDING_WITH_THIS_CONTENT for mark in marks)
 
 
 def test_a_batch_of_ten_duplicates_makes_ten_calls(world: World) -> None:
@@ -67,11 +67,11 @@ def test_a_batch_of_ten_duplicates_makes_ten_calls(world: World) -> None:
 def test_a_batch_of_25_new_orders_publishes_in_calls_of_ten(world: World) -> None:
     # GIVEN 25 new orders
     response = world.invoke(new_orders(25))
-    # THEN three PublishBatch calls (10, 10, 5) and one mark call after each
+    # THEN three PublishBatch calls (10, 10, 5) and one mark per order
     assert response == {"batchItemFailures": []}
     sizes = sorted(len(r["PublishBatchRequestEntries"]) for r in world.board.requests["publish_batch"])
     assert sizes == [5, 10, 10]
-    assert world.board.calls == {"transact_write_items": 25 + 3, "publish_batch": 3}
+    assert world.board.calls == {"transact_write_items": 25, "publish_batch": 3, "update_item": 25}
     assert len(world.notified_events()) == 25
 
 
@@ -92,8 +92,7 @@ def test_one_refused_entry_leaves_only_its_record_pending_and_reported(world: Wo
     # AND the others were notified, marked sent and acknowledged (never marked: the refused entry)
     assert all(states[f"evt-o-{i}"]["status"] == "sent" for i in (0, 1, 2, 4))
     assert all(notified[f"evt-o-{i}"] == 1 for i in (0, 1, 2, 4))
-    [marks] = [r for r in world.board.requests["transact_write_items"] if is_mark(r)]
-    assert "evt-o-3" not in marked_event_ids(marks)
+    assert sorted(marked_event_ids(world.board.requests["update_item"])) == ["evt-o-0", "evt-o-1", "evt-o-2", "evt-o-4"]
     # AND the redelivery publishes and marks it
     del world.board.rewrites["publish_batch"]
     assert world.invoke([records[3]]) == {"batchItemFailures": []}
@@ -154,7 +153,7 @@ def test_an_entry_sns_does_not_report_is_never_marked_sent(world: World) -> None
         pytest.param(
             ArmedFault(Crash("after publish"), "publish_batch", after_success=True, times=1), id="after-publish"
         ),
-        pytest.param(ArmedFault(Crash("before mark"), "transact_write_items", when=is_mark, times=1), id="before-mark"),
+        pytest.param(ArmedFault(Crash("before mark"), "update_item", when=is_mark, times=1), id="before-mark"),
     ],
 )
 def test_a_crash_between_the_publish_and_the_mark_republishes_on_redelivery(world: World, fault: ArmedFault) -> None:
@@ -163,20 +162,25 @@ def test_a_crash_between_the_publish_and_the_mark_republishes_on_redelivery(worl
     world.board.arm(fault)
     # WHEN SQS redelivers the batch until it is acknowledged
     crashes = world.deliver_until_done(records)
-    # THEN it crashed once, every record ends sent, and each was notified at least once (twice: the
-    # crash came after the first publish), with exactly one row per order
+    # THEN it crashed once, every record ends sent, with exactly one row per order
     assert crashes == 1
     assert {r["status"] for r in world.event_records().values()} == {"sent"}
-    assert world.notified_events() == {f"evt-o-{i}": 2 for i in range(3)}
     assert sorted(world.order_rows()) == ["o-0", "o-1", "o-2"]
+    # AND each was notified at least once: twice if its mark was not made before the crash (all
+    # three after the publish; the one whose mark crashed at least, since the marks run concurrently)
+    notified = world.notified_events()
+    unmarked = {f"evt-o-{i}" for i in range(3)}
+    if fault.operation == "update_item":
+        unmarked = {marked_event_ids(world.board.requests["update_item"])[0]}
+    assert set(notified) == {f"evt-o-{i}" for i in range(3)}
+    assert all(notified[event] == 2 for event in unmarked), notified
+    assert all(count in (1, 2) for count in notified.values()), notified
 
 
 def test_a_mark_that_fails_leaves_notified_records_pending_and_reported(world: World) -> None:
-    # GIVEN the marks' transaction fails (throttled) after SNS accepted every entry
+    # GIVEN every mark fails (throttled) after SNS accepted every entry
     records = new_orders(3)
-    world.board.arm(
-        ArmedFault(client_error("TransactWriteItems", "ThrottlingException"), "transact_write_items", when=is_mark)
-    )
+    world.board.arm(ArmedFault(client_error("UpdateItem", "ThrottlingException"), "update_item", when=is_mark))
     # WHEN processed
     response = world.invoke(records)
     # THEN every record is reported, pending, and was notified (the redelivery notifies again)
@@ -297,14 +301,18 @@ def test_notifier_never_exceeds_256_kb_per_call(world: World) -> None:
     assert sizes == [2, 1]
 
 
-def test_mark_sent_batch_marks_pending_and_reports_already_sent_in_at_most_two_calls(world: World) -> None:
-    # GIVEN three pending records, one already sent, and one pending with another content
-    store = OrderStore(
+def make_store(world: World) -> OrderStore:
+    return OrderStore(
         client=world.clients.dynamodb,
         processed_events_table=world.events_table,
         order_records_table=world.orders_table,
         record_ttl_seconds=60,
     )
+
+
+def test_mark_sent_batch_marks_pending_and_reports_already_sent_with_one_call_each(world: World) -> None:
+    # GIVEN three pending records, one already sent, and one pending with another content
+    store = make_store(world)
     for i in range(3):
         seed(world, {"order_id": f"p-{i}"}, status="pending", event_id=f"p-{i}")
     seed(world, {"order_id": "s"}, status="sent", event_id="s")
@@ -320,52 +328,37 @@ def test_mark_sent_batch_marks_pending_and_reports_already_sent_in_at_most_two_c
     states = world.event_records()
     assert [states[e]["status"] for e in ("p-0", "p-1", "p-2", "s", "x")] == ["sent"] * 4 + ["pending"]
     assert all(states[e]["ttl"] == states[e]["sent_at"] + 60 for e in ("p-0", "p-1", "p-2"))
-    # AND it took two calls: the cancelled transaction, then the pending ones alone
-    assert world.board.calls == {"transact_write_items": 2}
+    assert "pending_shard" not in states["p-0"]
+    # AND it took one conditional UpdateItem per mark (1 write unit each), no transaction
+    assert world.board.calls == {"update_item": 5}
 
 
-def test_mark_sent_batch_raises_a_transient_error_when_the_call_fails(world: World) -> None:
+def test_mark_sent_batch_raises_a_transient_error_when_the_first_call_fails(world: World) -> None:
     # GIVEN DynamoDB is unavailable
-    store = OrderStore(
-        client=world.clients.dynamodb,
-        processed_events_table=world.events_table,
-        order_records_table=world.orders_table,
-        record_ttl_seconds=60,
-    )
-    world.board.arm(ArmedFault(client_error("TransactWriteItems", "InternalServerError"), "transact_write_items"))
-    # WHEN marking, THEN a StoreUnavailableError (a TransientError) says so
+    store = make_store(world)
+    world.board.arm(ArmedFault(client_error("UpdateItem", "InternalServerError"), "update_item"))
+    # WHEN marking, THEN a StoreUnavailableError (a TransientError) says so, and no other mark is tried
     with pytest.raises(StoreUnavailableError, match="InternalServerError"):
-        store.mark_sent_batch([Notification("e", "o", "0" * 64)])
+        store.mark_sent_batch([Notification("e", "o", "0" * 64), Notification("f", "o", "0" * 64)])
+    assert world.board.calls == {"update_item": 1}
 
 
-def test_mark_sent_batch_retries_a_transient_cancellation_once_then_reports_still_pending(world: World) -> None:
-    # GIVEN three pending records; the first marks' call is cancelled by a TransactionConflict on one item
-    store = OrderStore(
-        client=world.clients.dynamodb,
-        processed_events_table=world.events_table,
-        order_records_table=world.orders_table,
-        record_ttl_seconds=60,
-    )
+def test_a_failed_mark_leaves_only_its_record_pending(world: World) -> None:
+    # GIVEN three pending records; the second mark is throttled
+    store = make_store(world)
     for i in range(3):
         seed(world, {"order_id": f"p-{i}"}, status="pending", event_id=f"p-{i}")
     sha = world.event_records()
     notifications = [Notification(e, sha[e]["order_id"], sha[e]["payload_sha256"]) for e in ("p-0", "p-1", "p-2")]
-    conflict = cancelled("None", "TransactionConflict", "None")
-    world.board.arm(ArmedFault(conflict, "transact_write_items", when=is_mark, times=1))
-    world.board.calls.clear()
+    world.board.arm(ArmedFault(client_error("UpdateItem", "ThrottlingException"), "update_item", at=2))
     # WHEN marked
     flags = store.mark_sent_batch(notifications)
-    # THEN the second call marked all three
-    assert flags == [True, True, True]
-    assert world.board.calls == {"transact_write_items": 2}
-    assert {world.event_records()[e]["status"] for e in ("p-0", "p-1", "p-2")} == {"sent"}
-    # AND GIVEN both calls are cancelled, WHEN marked again, THEN they are reported still pending (two calls)
-    for i in range(3, 5):
-        seed(world, {"order_id": f"p-{i}"}, status="pending", event_id=f"p-{i}")
-    sha = world.event_records()
-    more = [Notification(e, sha[e]["order_id"], sha[e]["payload_sha256"]) for e in ("p-3", "p-4")]
-    world.board.arm(ArmedFault(cancelled("TransactionConflict", "None"), "transact_write_items", when=is_mark))
-    world.board.calls.clear()
-    assert store.mark_sent_batch(more) == [False, False]
-    assert world.board.calls == {"transact_write_items": 2}
-    assert {world.event_records()[e]["status"] for e in ("p-3", "p-4")} == {"pending"}
+    # THEN the other two are marked (no mark depends on another), that one is reported still pending
+    assert flags == [True, False, True]
+    assert [world.event_records()[e]["status"] for e in ("p-0", "p-1", "p-2")] == ["sent", "pending", "sent"]
+    # AND mark_sent says why
+    world.board.arm(ArmedFault(client_error("UpdateItem", "ThrottlingException"), "update_item", times=1))
+    with pytest.raises(StoreUnavailableError, match="ThrottlingException"):
+        store.mark_sent(notifications[1])
+    assert store.mark_sent(notifications[1]) is True
+    assert world.event_records()["p-1"]["status"] == "sent"

@@ -14,7 +14,7 @@ from idempotent_order_pipeline._lambda_asset.order_consumer import handler as ha
 from idempotent_order_pipeline._lambda_asset.order_consumer.config import REQUIRED_VARIABLES, Settings
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.errors import ConfigurationError
 from idempotent_order_pipeline._lambda_asset.order_consumer.observability import logger
-from tests.consumer.harness import FakeContext, World, seed, sqs_record
+from tests.consumer.harness import ArmedFault, FakeContext, World, client_error, seed, sqs_record, written_event_id
 
 
 def test_missing_environment_fails_at_first_use_naming_every_variable(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -61,10 +61,10 @@ def log_stream() -> Iterator[io.StringIO]:
     registered.setStream(previous)
 
 
-def test_metrics_and_one_log_line_per_record(
+def test_metrics_one_log_line_per_batch_and_one_per_parked_or_failed_record(
     world: World, capsys: pytest.CaptureFixture[str], log_stream: io.StringIO
 ) -> None:
-    # GIVEN a batch with a new order, a duplicate, a pending one, an invalid one
+    # GIVEN a batch with a new order, a duplicate, a pending one, an invalid one, and one DynamoDB throttles
     seed(world, {"order_id": "o-sent"}, status="sent", event_id="evt-sent")
     seed(world, {"order_id": "o-pend"}, status="pending", event_id="evt-pend")
     records = [
@@ -72,12 +72,15 @@ def test_metrics_and_one_log_line_per_record(
         sqs_record({"order_id": "o-sent", "event_id": "evt-sent"}),
         sqs_record({"order_id": "o-pend", "event_id": "evt-pend"}, receive_count=3),
         sqs_record("nope"),
+        sqs_record({"order_id": "o-slow", "event_id": "evt-slow", "card": "4242-SECRET"}, receive_count=2),
     ]
+    throttled = client_error("TransactWriteItems", "ThrottlingException")
+    world.board.arm(ArmedFault(throttled, "transact_write_items", when=lambda r: written_event_id(r) == "evt-slow"))
     capsys.readouterr()
     # WHEN processed
     world.invoke(records)
     [emf] = [line for line in json_lines(capsys.readouterr().out) if "_aws" in line]
-    logs = [line for line in json_lines(log_stream.getvalue()) if "outcome" in line]
+    logs = json_lines(log_stream.getvalue())
     # THEN the EMF document counts each outcome in the configured namespace
     assert emf["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "IdempotentOrderPipelineTests"
     counts = {name: emf[name] for name in ("OrdersRecorded", "DuplicatesSkipped", "NotificationsPublished")}
@@ -85,11 +88,38 @@ def test_metrics_and_one_log_line_per_record(
     assert emf["NotificationsRepublished"] == [1.0]
     assert emf["InvalidMessages"] == [1.0]
     assert emf["Conflicts"] == [0.0]
-    assert emf["TransientFailures"] == [0.0]
-    # AND one log line per record with its identifiers, never the body
-    assert sorted(line["outcome"] for line in logs) == ["duplicate", "invalid", "recorded", "republished"]
-    by_message = {line["message_id"]: line for line in logs}
-    assert by_message[records[2]["messageId"]]["receive_count"] == 3
-    assert by_message[records[2]["messageId"]]["event_id"] == "evt-pend"
-    assert by_message[records[2]["messageId"]]["order_id"] == "o-pend"
+    assert emf["TransientFailures"] == [1.0]
+    # AND three log lines: the parked record and the failed one, with their identifiers and reason, then the batch
+    assert [line["message"] for line in logs] == [
+        "order message parked",
+        "order message not processed",
+        "order batch processed",
+    ]
+    parked, failed, summary = logs
+    assert parked["message_id"] == records[3]["messageId"]
+    assert parked["outcome"] == "invalid"
+    assert parked["error"].startswith("INVALID_MESSAGE")
+    assert failed["message_id"] == records[4]["messageId"]
+    assert (failed["event_id"], failed["order_id"], failed["receive_count"]) == ("evt-slow", "o-slow", 2)
+    assert failed["outcome"] == "retry"
+    assert "ThrottlingException" in failed["error"]
+    # AND the batch line counts every outcome
+    assert summary["records"] == 5
+    assert summary["not_started"] == 0
+    assert summary["outcomes"] == {"duplicate": 1, "invalid": 1, "recorded": 1, "republished": 1, "retry": 1}
+    # AND no line carries the body
     assert all("4242-SECRET" not in json.dumps(line) for line in logs)
+
+
+def test_a_batch_of_ten_new_orders_writes_one_log_line(world: World, log_stream: io.StringIO) -> None:
+    # GIVEN ten new orders
+    records = [sqs_record({"order_id": f"o-{i}", "event_id": f"evt-{i}"}) for i in range(10)]
+    # WHEN processed
+    assert world.invoke(records) == {"batchItemFailures": []}
+    # THEN the logger wrote one line for the batch, and nothing per record
+    [line] = json_lines(log_stream.getvalue())
+    assert line["message"] == "order batch processed"
+    assert line["outcomes"] == {"recorded": 10}
+    assert "message_id" not in line
+    # AND under 50 bytes per order (one line of the Lambda context and counts, about 420 bytes)
+    assert len(log_stream.getvalue().encode()) / len(records) < 50

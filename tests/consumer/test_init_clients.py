@@ -12,6 +12,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+# Each test imports the handler in a fresh interpreter (a subprocess).
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 
 WITH_MOTO = """

@@ -1,4 +1,4 @@
-"""Issue 11's input classes through the real handler: exact numbers, poison parked at once, unambiguous keys.
+"""Hostile input classes through the real handler: exact numbers, poison parked at once, unambiguous keys.
 
 Each test drives ``order_consumer.handler.handler`` against moto and asserts the tables, the DLQ
 (with ``error_code``), the notifications and ``batchItemFailures``.
@@ -111,6 +111,12 @@ POISON = [
     pytest.param('{"order_id": "o-p", "n": Infinity}', "Infinity", id="infinity"),
     pytest.param('{"order_id": "o-\\u0001"}', "order_id' has the character", id="control-char-in-order-id"),
     pytest.param('{"order_id": "o-p", "event_id": "e-\\u0000"}', "event_id' has the character", id="nul-in-event-id"),
+    # Control characters reach an operator's terminal through `dlq list`, `inspect` and `pending`.
+    pytest.param('{"order_id": "o-\\r1"}', "order_id' has the character", id="carriage-return-in-order-id"),
+    pytest.param('{"order_id": "o-\\t1"}', "order_id' has the character", id="tab-in-order-id"),
+    pytest.param('{"order_id": "o-\\u007f"}', "order_id' has the character", id="del-in-order-id"),
+    pytest.param('{"order_id": "o-\\u009b31m"}', "order_id' has the character", id="c1-csi-in-order-id"),
+    pytest.param('{"order_id": "o-p", "event_id": "e-\\u0085"}', "event_id' has the character", id="c1-in-event-id"),
 ]
 
 

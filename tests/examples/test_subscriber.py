@@ -168,6 +168,7 @@ def test_two_and_three_copies_give_one_effect_each(aws: dict[str, Any], raw: boo
     assert world.statuses() == Counter({"done": 6})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("after_success", [False, True], ids=["crash-before-call", "crash-after-call"])
 def test_a_crash_at_every_call_still_gives_one_effect_per_event(aws: dict[str, Any], after_success: bool) -> None:
     # GIVEN 3 notifications delivered two or three times, and the calls a clean delivery makes

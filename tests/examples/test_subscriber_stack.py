@@ -62,6 +62,18 @@ def test_the_function_reports_item_failures_and_knows_its_tables(template: Templ
 
 
 def test_the_visibility_timeout_outlasts_the_lease(template: Template) -> None:
-    # GIVEN / WHEN the example's queue is read / THEN a redelivery after a crash finds the claim expired
-    queues = template.find_resources("AWS::SQS::Queue", {"Properties": {"VisibilityTimeout": 180}})
-    assert [name for name in queues if name.startswith("Subscriber")]  # the pipeline's own queue has 180 s too
+    # GIVEN the example's own queue and function (not the pipeline's)
+    [queue] = [
+        found["Properties"]
+        for logical, found in template.find_resources("AWS::SQS::Queue").items()
+        if logical.startswith("SubscriberQueue")
+    ]
+    [function] = [
+        found["Properties"]
+        for logical, found in template.find_resources("AWS::Lambda::Function").items()
+        if logical.startswith("SubscriberFunction")
+    ]
+    # WHEN the queue's visibility timeout is compared with the lease the function claims an event for
+    lease_seconds = int(function["Environment"]["Variables"]["LEASE_SECONDS"])
+    # THEN a message redelivered after a crash arrives when the crashed invocation's claim has expired
+    assert queue["VisibilityTimeout"] > lease_seconds > 0

@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ import pytest
 from cfnlint.api import ManualArgs, lint_file
 
 from idempotent_order_pipeline import compliance
+from tests.infra.policies import policy_documents
 from tests.infra.synth import REPO, Synthesized, logical_id
 
 CONFIGURATIONS = ["default", "fifo", "cmk", "brownfield", "app-dev", "app-prod"]
@@ -82,6 +84,7 @@ def test_every_acknowledgement_has_a_reason_listed_in_the_docs(
     assert {violation["ruleName"] for violation in suppressed} <= documented_acknowledgements()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("configuration", CONFIGURATIONS)
 def test_cfn_lint_passes(all_configurations: dict[str, Synthesized], configuration: str) -> None:
     # GIVEN a synthesized template
@@ -117,6 +120,7 @@ def checkov_results(report: Any, configuration: str, kind: str) -> list[dict[str
     return [check for check in report["results"][kind] if Path(check["file_path"]).name == f"{configuration}.json"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("configuration", CONFIGURATIONS)
 def test_checkov_finds_nothing_without_a_shipped_reason(checkov_report: Any, configuration: str) -> None:
     # GIVEN checkov's report on a configuration's template
@@ -134,6 +138,7 @@ def test_checkov_finds_nothing_without_a_shipped_reason(checkov_report: Any, con
         ]
 
 
+@pytest.mark.slow
 def test_checkov_skips_follow_the_key(checkov_report: Any, cmk_pipeline: Synthesized) -> None:
     # GIVEN the default pipeline (no key) and the CMK one
     default_skips = {
@@ -282,3 +287,169 @@ def test_an_imported_key_warns_that_its_policy_must_allow_cloudwatch_logs() -> N
         "/ImportedKeyStack/Pipeline",
         Match.string_like_regexp("encryption_key is imported: its key policy must let logs"),
     )
+
+
+# ---- parliament: every IAM policy document -----------------------------------------------------------
+
+#: parliament runs from its own virtualenv (requirements-parliament.lock; `make venv` creates it).
+PARLIAMENT_PYTHON = Path(os.environ.get("PARLIAMENT_PYTHON", REPO / ".venv-parliament" / "bin" / "python"))
+POLICY_CONFIGURATIONS = [*CONFIGURATIONS, "trust"]
+
+
+@dataclass(frozen=True)
+class PolicyFinding:
+    """A parliament finding this design answers: its issue, on which documents, and why it stands."""
+
+    issue: str
+    #: A regular expression on ``<logical id>.<property>`` of the documents it holds for.
+    documents: str
+    reason: str
+
+
+#: Every parliament finding on the synthesized policies, explained (docs/compliance.md lists them too).
+POLICY_FINDINGS = (
+    PolicyFinding(
+        "MALFORMED",
+        r"\.AssumeRolePolicyDocument$",
+        "A role's trust policy names who may assume it and never a Resource; parliament reads every document "
+        "as an identity policy, which must have one.",
+    ),
+    PolicyFinding(
+        "RESOURCE_STAR",
+        r"\.KeyPolicy$",
+        'In a key policy, Resource "*" is the key itself: a key policy can name nothing else.',
+    ),
+    PolicyFinding(
+        "PERMISSIONS_MANAGEMENT_ACTIONS",
+        r"\.KeyPolicy$",
+        "The account root's kms:* statement (aws-cdk-lib's default key policy): it lets the account's IAM "
+        "policies grant the key, and without it the key could not be managed at all.",
+    ),
+    PolicyFinding(
+        "UNKNOWN_CONDITION_FOR_ACTION",
+        r"\.KeyPolicy$",
+        "The CloudWatch Logs statement as its user guide writes it: every action, DescribeKey included, under "
+        "kms:EncryptionContext:aws:logs:arn.",
+    ),
+    PolicyFinding(
+        "MISMATCHED_TYPE",
+        r"\.KeyPolicy$",
+        "kms:EncryptionContext:aws:logs:arn and :aws:sqs:arn hold ARNs, compared with ArnLike as the CloudWatch "
+        "Logs user guide does; parliament types every encryption-context key as a string.",
+    ),
+    PolicyFinding(
+        "RESOURCE_MISMATCH",
+        r"RoleDefaultPolicy[0-9A-F]{8}\.PolicyDocument$",
+        "The network-interface actions on arn:aws:ec2:<region>:<account>:*/*, the form the Lambda developer "
+        "guide gives (every resource id of the account and region); parliament expects one ARN per resource type.",
+    ),
+    PolicyFinding(
+        "RESOURCE_MISMATCH",
+        r"DynamoDbEndpoint[0-9A-F]{8}\.PolicyDocument$",
+        "The DynamoDB gateway endpoint allows every action on this account's tables of the region: actions on "
+        "global tables or on no table (ListTables, DescribeEndpoints) are not allowed through it, which is what "
+        "parliament reports.",
+    ),
+)
+
+
+@pytest.fixture(scope="module")
+def policy_findings(
+    all_configurations: dict[str, Synthesized], trust_boundaries: Synthesized, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Any]:
+    """One parliament run over every policy document of every configuration, and the documents."""
+    if not PARLIAMENT_PYTHON.exists():
+        pytest.fail(f"{PARLIAMENT_PYTHON} not found: run `make venv` (it creates .venv-parliament)")
+    configurations = {**all_configurations, "trust": trust_boundaries}
+    documents = {
+        f"{name}:{document_name}": document
+        for name in POLICY_CONFIGURATIONS
+        for document_name, document in policy_documents(configurations[name].template_json).items()
+    }
+    path = tmp_path_factory.mktemp("parliament") / "policies.json"
+    path.write_text(json.dumps(documents), encoding="utf-8")
+    completed = subprocess.run(  # noqa: S603 - a fixed interpreter from the repository's venv, our script
+        [str(PARLIAMENT_PYTHON), str(REPO / "tools" / "policy_lint.py"), str(path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    return {"documents": documents, "findings": json.loads(completed.stdout)}
+
+
+def explanation(finding: dict[str, Any]) -> PolicyFinding | None:
+    document = finding["policy"].split(":", 1)[1]
+    for known in POLICY_FINDINGS:
+        if known.issue == finding["issue"] and re.search(known.documents, document):
+            return known
+    return None
+
+
+@pytest.mark.slow
+def test_parliament_finds_nothing_unexplained(policy_findings: dict[str, Any]) -> None:
+    # GIVEN parliament's findings on every identity, resource, key, trust and endpoint policy of every
+    # configuration (dev, prod, a CMK, a VPC with the endpoints, same-account and cross-account grants)
+    documents, findings = policy_findings["documents"], policy_findings["findings"]
+    kinds = {name.rsplit(".", 1)[1] for name in documents}
+    assert {"PolicyDocument", "KeyPolicy", "AssumeRolePolicyDocument"} <= kinds
+    assert any("Endpoint" in name for name in documents)
+    # WHEN each is matched with the findings this design answers
+    unexplained = [finding for finding in findings if explanation(finding) is None]
+    # THEN none is left unexplained, and every explanation is still needed
+    assert unexplained == []
+    used = {explanation(finding) for finding in findings}
+    assert [known for known in POLICY_FINDINGS if known not in used] == []
+
+
+@pytest.mark.slow
+def test_parliament_reports_an_unconditioned_wildcard_it_is_not_told_about(tmp_path: Path) -> None:
+    # GIVEN an identity policy allowing every SQS action on every queue, and one naming an action that
+    # does not exist
+    if not PARLIAMENT_PYTHON.exists():
+        pytest.fail(f"{PARLIAMENT_PYTHON} not found: run `make venv` (it creates .venv-parliament)")
+    path = tmp_path / "policies.json"
+    statement = {"Effect": "Allow", "Action": "sqs:*", "Resource": "*"}
+    typo = {"Effect": "Allow", "Action": "sqs:SendMesage", "Resource": "arn:aws:sqs:eu-west-1:123456789012:q"}
+    path.write_text(
+        json.dumps(
+            {
+                "x:Wide.PolicyDocument": {"Version": "2012-10-17", "Statement": [statement]},
+                "x:Typo.PolicyDocument": {"Version": "2012-10-17", "Statement": [typo]},
+            }
+        )
+    )
+    # WHEN the linter runs on them
+    completed = subprocess.run(  # noqa: S603 - a fixed interpreter from the repository's venv, our script
+        [str(PARLIAMENT_PYTHON), str(REPO / "tools" / "policy_lint.py"), str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    findings = json.loads(completed.stdout)
+    # THEN it reports both, and neither is among the explained findings
+    assert {(f["policy"], f["issue"]) for f in findings} >= {
+        ("x:Wide.PolicyDocument", "RESOURCE_STAR"),
+        ("x:Typo.PolicyDocument", "UNKNOWN_ACTION"),
+    }
+    assert [f for f in findings if explanation(f) is not None] == []
+
+
+def documented_policy_findings() -> list[tuple[str, str]]:
+    """(issue, reason) of each row of docs/compliance.md's parliament table."""
+    section = COMPLIANCE_PAGE.read_text(encoding="utf-8").split("## parliament", 1)[1]
+    return [
+        (row[0].strip("` "), row[2].strip())
+        for line in section.splitlines()
+        if line.startswith("| `")
+        for row in [line.strip("|").split(" | ")]
+    ]
+
+
+def test_docs_list_every_explained_policy_finding_with_its_reason() -> None:
+    # GIVEN the explained parliament findings
+    # WHEN docs/compliance.md's parliament table is read
+    # THEN it lists each, in order, with the same reason
+    assert documented_policy_findings() == [(known.issue, known.reason) for known in POLICY_FINDINGS]

@@ -59,6 +59,7 @@ def diff(assembly: Path, stack: str, base: dict[str, Any], tmp_path: Path) -> tu
     return gate.diff_stack(assembly, stack, gate.comparable_snapshot(base, current), tmp_path)
 
 
+@pytest.mark.slow
 def test_changing_the_order_tables_key_fails_the_gate(
     default_pipeline: Synthesized, base: dict[str, Any], tmp_path: Path
 ) -> None:
@@ -82,6 +83,7 @@ def test_changing_the_order_tables_key_fails_the_gate(
     assert any("KeySchema (requires replacement)" in line for line in gate.diff_block(output, table))
 
 
+@pytest.mark.slow
 def test_renaming_the_construct_id_fails_the_gate(renamed: Path, base: dict[str, Any], tmp_path: Path) -> None:
     # GIVEN the construct id "Orders" instead of "Pipeline" (every logical id changes)
     # WHEN the gate diffs it against the base snapshot
@@ -101,6 +103,7 @@ def test_renaming_the_construct_id_fails_the_gate(renamed: Path, base: dict[str,
     assert "renamed construct id" in verdict.blocking[0].describe()
 
 
+@pytest.mark.slow
 def test_changing_a_queue_to_fifo_fails_the_gate(
     fifo_pipeline: Synthesized, base: dict[str, Any], tmp_path: Path
 ) -> None:
@@ -114,6 +117,7 @@ def test_changing_a_queue_to_fifo_fails_the_gate(
     assert "FifoTopic" in replaced[("AWS::SNS::Topic", "requires replacement")]
 
 
+@pytest.mark.slow
 def test_changing_the_memory_size_passes_the_gate(resized: Path, base: dict[str, Any], tmp_path: Path) -> None:
     # GIVEN memory_size=1024 instead of the default (1769)
     # WHEN the gate diffs it against the base snapshot
@@ -160,6 +164,7 @@ def test_unmask_restores_only_the_hashes_the_snapshot_masked(default_pipeline: S
     assert gate.comparable_snapshot(changed, current) != current
 
 
+@pytest.mark.slow
 def test_the_gate_passes_the_app_against_its_committed_snapshots(
     synthesized_app: SynthesizedApp, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

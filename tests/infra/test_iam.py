@@ -143,7 +143,8 @@ def test_no_kms_permission_without_a_customer_managed_key(default_pipeline: Synt
     # GIVEN the default pipeline (SQS-managed and AWS managed keys)
     statements = function_statements(default_pipeline)
     # WHEN KMS actions are looked for
-    # THEN there are none: those keys need no grant
+    # THEN there are none among the function's statements: those keys need no grant
+    assert statements
     assert not [s for s in statements if any(a.startswith("kms:") for a in as_list(s["Action"]))]
 
 
@@ -379,19 +380,17 @@ def test_same_account_grants_add_no_resource_policy(granted: tuple[Template, dic
     template, grants = granted
     queue = {"Fn::GetAtt": [logical_id(grants["stack"], grants["pipeline"].queue), "Arn"]}
     # WHEN the queue, topic and key policies are read
-    queue_allows = [
-        s
+    queue_effects = [
+        s["Effect"]
         for s in policy_statements(template, "AWS::SQS::QueuePolicy", "PolicyDocument")
-        if s["Effect"] == "Allow" and s["Resource"] == queue
+        if s["Resource"] == queue
     ]
-    topic_allows = [
-        s for s in policy_statements(template, "AWS::SNS::TopicPolicy", "PolicyDocument") if s["Effect"] == "Allow"
-    ]
+    topic_effects = [s["Effect"] for s in policy_statements(template, "AWS::SNS::TopicPolicy", "PolicyDocument")]
     key_principals = [s["Principal"] for s in policy_statements(template, "AWS::KMS::Key", "KeyPolicy")]
-    # THEN the identity policies suffice: no queue or topic statement allows anything, and the key
-    # policy keeps only the account root and the CloudWatch service statement
-    assert queue_allows == []
-    assert topic_allows == []
+    # THEN the identity policies suffice: the queue's and the topic's policies hold denials only (TLS),
+    # and the key policy keeps only the account root and the CloudWatch service statement
+    assert set(queue_effects) == {"Deny"}
+    assert set(topic_effects) == {"Deny"}
     assert all("999999999999" not in str(principal) for principal in key_principals)
     assert {"Service": "cloudwatch.amazonaws.com"} in key_principals
 

@@ -19,6 +19,9 @@ import pytest
 from idempotent_order_pipeline.keys import derive_event_id
 from tests.infra.synth import REPO
 
+# Builds the wheel and installs it into throwaway virtualenvs.
+pytestmark = pytest.mark.slow
+
 # What the distribution is built from; everything else stays behind.
 DISTRIBUTION_SOURCES = ("pyproject.toml", "README.md", "LICENSE", "infra")
 THROWAWAY_APP = textwrap.dedent(

@@ -97,8 +97,9 @@ def test_vpc_function_role_manages_network_interfaces_without_a_managed_policy(
             }
         },
     )
-    for role in resources_of_type(template.to_json(), "AWS::IAM::Role").values():
-        assert "ManagedPolicyArns" not in role["Properties"]
+    roles = resources_of_type(template.to_json(), "AWS::IAM::Role")
+    assert roles
+    assert [logical for logical, role in roles.items() if "ManagedPolicyArns" in role["Properties"]] == []
 
 
 def test_vpc_endpoints_reach_dynamodb_sns_and_sqs_from_the_function_only(
@@ -298,9 +299,13 @@ def test_tracing_true_turns_active_tracing_and_its_permissions_on(high_throughpu
 
 def test_tracing_is_off_by_default_without_xray_permissions(default_pipeline: Synthesized) -> None:
     # GIVEN the default pipeline
-    # WHEN the function's policy is read
-    # THEN no statement mentions X-Ray
-    policies = resources_of_type(default_pipeline.template_json, "AWS::IAM::Policy")
+    template = default_pipeline.template_json
+    functions = resources_of_type(template, "AWS::Lambda::Function")
+    policies = resources_of_type(template, "AWS::IAM::Policy")
+    # WHEN its functions and their policies are read (both exist: the consumer and the reconciler)
+    assert len(functions) == len(policies) == 2
+    # THEN no function traces and no statement mentions X-Ray
+    assert [found["Properties"].get("TracingConfig") for found in functions.values()] == [None, None]
     assert "xray:" not in str(policies)
 
 

@@ -162,16 +162,30 @@ def test_fifo_gives_a_fifo_topic_without_content_based_deduplication(fifo_pipeli
     assert topic["ContentBasedDeduplication"] is False
 
 
+#: Every FIFO-only property of AWS::SQS::Queue and AWS::SNS::Topic.
+FIFO_SETTINGS = {
+    "FifoQueue",
+    "ContentBasedDeduplication",
+    "DeduplicationScope",
+    "FifoThroughputLimit",
+    "FifoTopic",
+    "FifoThroughputScope",
+}
+
+
 def test_standard_pipeline_has_no_fifo_settings(default_pipeline: Synthesized) -> None:
     # GIVEN the default pipeline
-    # WHEN its queues and topic are inspected
-    # THEN none is FIFO
-    default_pipeline.template.has_resource_properties("AWS::SQS::Queue", {"FifoQueue": Match.absent()})
-    default_pipeline.template.has_resource_properties("AWS::SNS::Topic", {"FifoTopic": Match.absent()})
-    assert not any(
-        "FifoQueue" in queue.get("Properties", {})
-        for queue in resources_of_type(default_pipeline.template_json, "AWS::SQS::Queue").values()
-    )
+    queues = resources_of_type(default_pipeline.template_json, "AWS::SQS::Queue")
+    topics = resources_of_type(default_pipeline.template_json, "AWS::SNS::Topic")
+    # WHEN every queue and topic is inspected (the pipeline's two queues and its topic, nothing else)
+    assert set(queues) == set(queue_ids(default_pipeline))
+    assert set(topics) == {logical_id(default_pipeline, default_pipeline.pipeline.topic)}
+    # THEN none carries a FIFO setting
+    fifo_settings = {
+        logical: sorted(FIFO_SETTINGS & set(found.get("Properties", {})))
+        for logical, found in {**queues, **topics}.items()
+    }
+    assert fifo_settings == {logical: [] for logical in fifo_settings}
 
 
 # ---- tables -------------------------------------------------------------------------------------

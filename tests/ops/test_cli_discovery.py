@@ -28,7 +28,7 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_ind
 )
 from idempotent_order_pipeline.cli import cli
 from idempotent_order_pipeline.cli.aws import AwsClients
-from idempotent_order_pipeline.discovery import METADATA_KEY
+from idempotent_order_pipeline.discovery import METADATA_KEY, DiscoveredPipeline
 from idempotent_order_pipeline.keys import derive_event_id, payload_sha256
 
 STACK = "Shop-Prod"
@@ -70,35 +70,39 @@ def _table(path: str, role: str, key: str) -> dict[str, Any]:
     return _marked(path, role, "AWS::DynamoDB::Table", properties)
 
 
+def pipeline_resources(name: str, path: str, identity: str = "order_id") -> dict[str, Any]:
+    """One pipeline's six marked resources, their logical ids prefixed with ``name``."""
+    return {
+        f"{name}Dlq": _marked(path, "dead_letter_queue", "AWS::SQS::Queue", {}),
+        f"{name}Queue": _marked(
+            path,
+            "queue",
+            "AWS::SQS::Queue",
+            {"RedrivePolicy": {"deadLetterTargetArn": {"Fn::GetAtt": [f"{name}Dlq", "Arn"]}, "maxReceiveCount": 3}},
+        ),
+        f"{name}Events": _table(path, "processed_events_table", "event_id"),
+        f"{name}Rows": _table(path, "order_records_table", "order_id"),
+        f"{name}Topic": _marked(path, "topic", "AWS::SNS::Topic", {}),
+        f"{name}Function": _marked(
+            path,
+            "function",
+            "AWS::Lambda::Function",
+            {
+                "Runtime": "python3.12",
+                "Handler": "index.handler",
+                "Role": ROLE_ARN,
+                "Code": {"ZipFile": "def handler(event, context):\n    return {}\n"},
+                "Environment": {"Variables": {"IDENTITY_FIELDS": identity}},
+            },
+        ),
+    }
+
+
 def two_pipeline_template() -> dict[str, Any]:
     """Two pipelines' marked resources in one stack, and one output named the app's own way."""
     resources: dict[str, Any] = {}
     for name, path in PIPELINES.items():
-        identity = RETURNS_IDENTITY_FIELDS if name == "Returns" else "order_id"
-        resources |= {
-            f"{name}Dlq": _marked(path, "dead_letter_queue", "AWS::SQS::Queue", {}),
-            f"{name}Queue": _marked(
-                path,
-                "queue",
-                "AWS::SQS::Queue",
-                {"RedrivePolicy": {"deadLetterTargetArn": {"Fn::GetAtt": [f"{name}Dlq", "Arn"]}, "maxReceiveCount": 3}},
-            ),
-            f"{name}Events": _table(path, "processed_events_table", "event_id"),
-            f"{name}Rows": _table(path, "order_records_table", "order_id"),
-            f"{name}Topic": _marked(path, "topic", "AWS::SNS::Topic", {}),
-            f"{name}Function": _marked(
-                path,
-                "function",
-                "AWS::Lambda::Function",
-                {
-                    "Runtime": "python3.12",
-                    "Handler": "index.handler",
-                    "Role": ROLE_ARN,
-                    "Code": {"ZipFile": "def handler(event, context):\n    return {}\n"},
-                    "Environment": {"Variables": {"IDENTITY_FIELDS": identity}},
-                },
-            ),
-        }
+        resources |= pipeline_resources(name, path, RETURNS_IDENTITY_FIELDS if name == "Returns" else "order_id")
     return {"Resources": resources, "Outputs": {"ShopOrdersInbox": {"Value": {"Ref": "OrdersQueue"}}}}
 
 
@@ -261,7 +265,7 @@ def test_dlq_list_drop_and_redrive_touch_the_selected_pipeline_only(shop: Shop) 
     assert sorted(json.loads(line)["order_id"] for line in listed.stdout.splitlines()) == ["r-1", "r-2"]
     # WHEN one is dropped and the rest redriven
     dropped = shop.run(*returns, "dlq", "drop", "--order-id", "r-1", "--yes", "--wait-seconds", "0")
-    redriven = shop.run(*returns, "redrive", "--method", "loop", "--wait-seconds", "0")
+    redriven = shop.run(*returns, "redrive", "--yes", "--method", "loop", "--wait-seconds", "0")
     # THEN r-2 is back in the Returns queue, the Returns DLQ is empty
     assert (dropped.exit_code, redriven.exit_code) == (0, 0), dropped.output + redriven.output
     assert [json.loads(m["Body"])["order_id"] for m in shop.messages(shop.resources["Returns"]["queue"])] == ["r-2"]
@@ -278,7 +282,7 @@ def test_pending_finds_and_resends_in_the_selected_pipeline(shop: Shop) -> None:
     shop.record("Orders", {"order_id": "o-1", "amount": "1"}, status="pending", age_seconds=3600)
     event_id = shop.record("Returns", {"order_id": "r-1", "amount": "2"}, status="pending", age_seconds=3600)
     # WHEN the Returns pipeline's pending records are listed and resent
-    result = shop.run("--pipeline", "Returns", "pending", "--older-than", "10m", "--resend", "--json")
+    result = shop.run("--pipeline", "Returns", "pending", "--older-than", "10m", "--resend", "--yes", "--json")
     # THEN only the Returns record is found, and its order is back in the Returns queue
     assert result.exit_code == 0, result.output
     [found] = [json.loads(line) for line in result.stdout.splitlines()]
@@ -398,3 +402,91 @@ def test_resources_handed_in_are_found_through_the_function() -> None:
         assert listed["processed_events_table"] == "legacy-events"
         assert listed["order_records_table"] == "legacy-rows"
         assert listed["topic"] == topic_arn
+
+
+# --- nested construct paths --------------------------------------------------------------------------
+
+NESTED_STACK = "Shop-Nested"
+#: Two pipelines with one construct id: one at the stack's top level, one inside a construct.
+NESTED = {"Top": "Orders", "Sales": "Sales/Orders"}
+
+
+@pytest.fixture
+def nested() -> Iterator[dict[str, dict[str, str]]]:
+    """The stack of NESTED's pipelines, deployed: each pipeline's physical ids by role."""
+    with mock_aws():
+        boto3.client("iam").create_role(
+            RoleName="consumer", AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": []})
+        )
+        resources: dict[str, Any] = {}
+        for name, path in NESTED.items():
+            resources |= pipeline_resources(name, path)
+        cloudformation = boto3.client("cloudformation")
+        cloudformation.create_stack(StackName=NESTED_STACK, TemplateBody=json.dumps({"Resources": resources}))
+        ids: dict[str, dict[str, str]] = {path: {} for path in NESTED.values()}
+        for summary in cloudformation.list_stack_resources(StackName=NESTED_STACK)["StackResourceSummaries"]:
+            mark = resources[summary["LogicalResourceId"]]["Metadata"][METADATA_KEY]
+            ids[mark["pipeline"]][mark["role"]] = summary["PhysicalResourceId"]
+        yield ids
+
+
+def _run_nested(*args: str) -> Result:
+    return CliRunner().invoke(cli, ["--stack", NESTED_STACK, *args], obj=AwsClients())
+
+
+def test_pipelines_lists_nested_pipelines_with_their_resources(nested: dict[str, dict[str, str]]) -> None:
+    # WHEN the stack's pipelines are listed (with the global --json)
+    result = _run_nested("--json", "pipelines")
+    # THEN both are there, each with all six of its own resources
+    assert result.exit_code == 0, result.output
+    listed = {entry.pop("pipeline"): entry for entry in map(json.loads, result.stdout.splitlines())}
+    assert listed == {path: {"id": "Orders", **ids} for path, ids in nested.items()}
+
+
+@pytest.mark.parametrize(
+    ("selector", "chosen"),
+    [
+        ("Orders", "Orders"),
+        ("Sales/Orders", "Sales/Orders"),
+        ("prod/Shop/Sales/Orders", "Sales/Orders"),
+        ("prod/Shop/Orders", "Orders"),
+    ],
+)
+def test_each_nested_pipeline_is_selected_by_its_own_path(
+    nested: dict[str, dict[str, str]], selector: str, chosen: str
+) -> None:
+    # GIVEN a dead letter in each pipeline's DLQ, named after its pipeline
+    sqs = boto3.client("sqs")
+    for path, ids in nested.items():
+        sqs.send_message(QueueUrl=ids["dead_letter_queue"], MessageBody=json.dumps({"order_id": path}))
+    # WHEN one pipeline's DLQ is listed
+    result = _run_nested("--pipeline", selector, "dlq", "list", "--json", "--wait-seconds", "0")
+    # THEN it is the selected pipeline's, and only its
+    assert result.exit_code == 0, result.output
+    assert [json.loads(line)["order_id"] for line in result.stdout.splitlines()] == [chosen]
+
+
+def test_a_construct_id_two_nested_pipelines_share_is_ambiguous() -> None:
+    from idempotent_order_pipeline.discovery import select
+
+    # GIVEN two nested pipelines with one construct id, none at the top level
+    pipelines = [DiscoveredPipeline(path="Returns/Orders"), DiscoveredPipeline(path="Sales/Orders")]
+    # WHEN selected by path, THEN each is found; by the shared construct id, both are (ambiguous)
+    assert select(pipelines, "Sales/Orders") == [pipelines[1]]
+    assert select(pipelines, "eu/Shop/Returns/Orders") == [pipelines[0]]
+    assert select(pipelines, "Orders") == pipelines
+    assert select(pipelines, "Refunds") == []
+
+
+def test_an_ambiguous_selector_is_an_error_naming_the_paths(nested: dict[str, dict[str, str]]) -> None:
+    # GIVEN a third pipeline with the construct id Orders, nested elsewhere
+    cloudformation = boto3.client("cloudformation")
+    resources = {**pipeline_resources("Returns", "Returns/Orders"), **pipeline_resources("Sales", "Sales/Orders")}
+    cloudformation.create_stack(StackName="Shop-Twins", TemplateBody=json.dumps({"Resources": resources}))
+    # WHEN a command selects by the construct id the two share
+    result = CliRunner().invoke(cli, ["--stack", "Shop-Twins", "--pipeline", "Orders", "dlq", "list"], obj=AwsClients())
+    # THEN it fails naming both paths and how to pick one
+    assert result.exit_code == 1
+    assert "holds 2 pipelines matching 'Orders': Returns/Orders, Sales/Orders; pick one with --pipeline PATH" in (
+        result.stderr
+    )

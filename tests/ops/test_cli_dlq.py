@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from idempotent_order_pipeline.keys import derive_event_id
 from idempotent_order_pipeline.producer import OrderPublisher
 from tests.ops.conftest import OpsWorld
@@ -79,20 +81,21 @@ def test_an_empty_dlq(ops: OpsWorld) -> None:
 def test_drop_deletes_only_the_selected_messages_and_prints_them(ops: OpsWorld) -> None:
     # GIVEN three dead letters
     park_three_kinds(ops)
-    # WHEN the invalid ones are dropped (confirmed at the prompt)
-    result = ops.run("dlq", "drop", "--error-code", "INVALID_MESSAGE", "--wait-seconds", "0", input="y\n")
+    # WHEN the invalid ones are dropped, printed as JSON
+    result = ops.run("dlq", "drop", "--error-code", "INVALID_MESSAGE", "--yes", "--json", "--wait-seconds", "0")
     # THEN that message is printed as a record, with its body, and is gone; the others are visible
     assert result.exit_code == 0, result.output
-    [dropped] = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    [dropped] = [json.loads(line) for line in result.stdout.splitlines()]
     assert (dropped["error_code"], dropped["body"]) == ("INVALID_MESSAGE", "not json")
     assert "dropped 1 message(s)" in result.stderr
     left = ops.run("dlq", "list", "--json", "--wait-seconds", "0").stdout.splitlines()
     assert sorted(json.loads(line)["error_code"] for line in left) == ["IDEMPOTENCY_CONFLICT", "MAX_RECEIVES"]
 
 
-def test_drop_asks_first_and_needs_a_selection(ops: OpsWorld) -> None:
-    # GIVEN dead letters
+def test_drop_asks_first_and_needs_a_selection(ops: OpsWorld, monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN dead letters, and an operator at a terminal
     park_three_kinds(ops)
+    monkeypatch.setattr("idempotent_order_pipeline.cli.commands.on_terminal", lambda: True)
     # WHEN the prompt is declined, THEN nothing is deleted
     declined = ops.run("dlq", "drop", "--all", "--wait-seconds", "0", input="n\n")
     assert declined.exit_code == 1

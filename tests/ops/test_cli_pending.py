@@ -65,7 +65,7 @@ def test_resend_rebuilds_each_order_and_the_consumer_publishes_it_without_rewrit
     record_pending(ops, {"o-old": 3600, "o-older": 7200, "o-new": 60})
     rows_before = ops.order_rows()
     # WHEN they are resent
-    result = ops.run("pending", "--resend")
+    result = ops.run("pending", "--resend", "--yes")
     # THEN both were re-enqueued (the recent one was not)
     assert result.exit_code == 0, result.output
     assert result.stdout.count("-> resent") == 2
@@ -93,7 +93,7 @@ def test_a_record_whose_row_does_not_match_is_not_resent(ops: OpsWorld) -> None:
         ExpressionAttributeValues={":t": {"N": str(int(time.time()) - 3600)}, ":shard": {"S": pending_shard(event_id)}},
     )
     # WHEN resending is asked for
-    result = ops.run("pending", "--resend")
+    result = ops.run("pending", "--resend", "--yes")
     # THEN it is refused with the reason, the command fails, and nothing is sent
     assert result.exit_code == 1
     assert "NOT resent: the order rebuilt from its row does not hash" in result.stdout

@@ -33,7 +33,7 @@ def test_redrive_of_pending_records_publishes_them_once_without_writing_rows_aga
     assert ops.visible_count(ops.dlq_url) == 3
     # WHEN SNS is back and the DLQ is redriven (moto lacks StartMessageMoveTask: the loop runs)
     ops.board.disarm()
-    result = ops.run("redrive", "--wait-seconds", "0")
+    result = ops.run("redrive", "--yes", "--wait-seconds", "0")
     # THEN all three went back to the queue and the DLQ is empty
     assert result.exit_code == 0, result.output
     assert "StartMessageMoveTask is not available here" in result.stderr
@@ -60,7 +60,7 @@ def test_the_loop_returns_parked_messages_as_the_producer_sent_them(ops: OpsWorl
     assert set(parked["MessageAttributes"]) == {*REASON_ATTRIBUTES, PARKED_ATTRIBUTE}
     ops.sqs.change_message_visibility(QueueUrl=ops.dlq_url, ReceiptHandle=parked["ReceiptHandle"], VisibilityTimeout=0)
     # WHEN it is redriven with the loop
-    result = ops.run("redrive", "--method", "loop", "--wait-seconds", "0")
+    result = ops.run("redrive", "--yes", "--method", "loop", "--wait-seconds", "0")
     assert result.exit_code == 0, result.output
     # THEN it is back in the queue with its body and its original attributes, without the reason
     [back] = ops.receive_all(ops.queue_url)
@@ -75,7 +75,7 @@ def test_error_code_selects_what_moves_and_the_rest_stays_visible(ops: OpsWorld)
     ops.dead_letter({"order_id": "o-1"})
     ops.dead_letter({"order_id": "o-2"})
     # WHEN only MAX_RECEIVES messages are redriven
-    result = ops.run("redrive", "--error-code", "MAX_RECEIVES", "--wait-seconds", "0")
+    result = ops.run("redrive", "--yes", "--error-code", "MAX_RECEIVES", "--wait-seconds", "0")
     # THEN those two moved, the invalid one stays and is visible at once
     assert result.exit_code == 0, result.output
     assert "moved 2 message(s)" in result.stdout
@@ -91,7 +91,7 @@ def test_a_message_whose_send_fails_stays_in_the_dlq(ops: OpsWorld) -> None:
         ops.dead_letter(order)
     sqs = PartialBatchSqs(ops.sqs, lambda call, entry: ("InvalidParameterValue", True) if entry["Id"] == "1" else None)
     # WHEN the DLQ is redriven
-    result = ops.run("redrive", "--method", "loop", "--wait-seconds", "0", sqs=sqs)
+    result = ops.run("redrive", "--yes", "--method", "loop", "--wait-seconds", "0", sqs=sqs)
     # THEN the command reports it incomplete
     assert result.exit_code == 1
     assert "moved 2 message(s)" in result.stdout
@@ -114,11 +114,11 @@ def test_a_failed_delete_leaves_a_copy_that_a_later_redrive_sends_again_harmless
         ArmedFault(client_error("DeleteMessageBatch", "InternalError"), operation="delete_message_batch", times=1)
     )
     # WHEN it is redriven, THEN the command says the copy is sent but the original stays
-    result = ops.run("redrive", "--method", "loop", "--wait-seconds", "0", sqs=GuardedClient(ops.sqs, board))
+    result = ops.run("redrive", "--yes", "--method", "loop", "--wait-seconds", "0", sqs=GuardedClient(ops.sqs, board))
     assert result.exit_code == 0, result.output
     assert "sent but not deleted from the DLQ" in result.stderr
     # WHEN it is redriven again, THEN the DLQ is empty and the queue holds two copies
-    assert ops.run("redrive", "--method", "loop", "--wait-seconds", "0").exit_code == 0
+    assert ops.run("redrive", "--yes", "--method", "loop", "--wait-seconds", "0").exit_code == 0
     assert ops.visible_count(ops.dlq_url) == 0
     # AND the consumer records the order once (both copies in one batch may both publish: at least once)
     assert ops.consume() == 2
@@ -178,7 +178,7 @@ def test_where_sqs_has_message_move_tasks_redrive_uses_one(ops: OpsWorld) -> Non
         ops.dead_letter(order)
     sqs = MoveTaskSqs(ops.sqs)
     # WHEN the DLQ is redriven
-    result = ops.run("redrive", "--rate", "50", sqs=sqs)
+    result = ops.run("redrive", "--yes", "--rate", "50", sqs=sqs)
     # THEN one task moved them from the DLQ to the pipeline's queue (named explicitly)
     assert result.exit_code == 0, result.output
     assert sqs.started == [
@@ -196,7 +196,9 @@ def test_where_sqs_has_message_move_tasks_redrive_uses_one(ops: OpsWorld) -> Non
 
 def test_a_failed_move_task_fails_the_command(ops: OpsWorld) -> None:
     ops.dead_letter(ORDERS[0])
-    result = ops.run("redrive", sqs=MoveTaskSqs(ops.sqs, status="FAILED", failure="AccessDenied on destination"))
+    result = ops.run(
+        "redrive", "--yes", sqs=MoveTaskSqs(ops.sqs, status="FAILED", failure="AccessDenied on destination")
+    )
     assert result.exit_code == 1
     assert "task FAILED: AccessDenied on destination" in result.stdout
     assert "redrive incomplete" in result.stderr
@@ -205,7 +207,7 @@ def test_a_failed_move_task_fails_the_command(ops: OpsWorld) -> None:
 def test_move_task_demanded_where_the_endpoint_lacks_it(ops: OpsWorld) -> None:
     # GIVEN moto, which lacks StartMessageMoveTask, WHEN --method move-task is demanded
     ops.dead_letter(ORDERS[0])
-    result = ops.run("redrive", "--method", "move-task")
+    result = ops.run("redrive", "--yes", "--method", "move-task")
     # THEN it fails, says why and what to use, and the message stays
     assert result.exit_code == 1
     assert "lacks StartMessageMoveTask" in result.stderr
@@ -292,7 +294,7 @@ def test_fifo_redrive_keeps_the_group_and_is_not_dropped_as_a_duplicate(make_ops
     ops.fail_until_dead_lettered()
     ops.board.disarm()
     # WHEN the DLQ is redriven at once
-    result = ops.run("redrive", "--wait-seconds", "0", sqs=sqs)
+    result = ops.run("redrive", "--yes", "--wait-seconds", "0", sqs=sqs)
     assert result.exit_code == 0, result.output
     # THEN SQS did not drop the copy: it is in the queue, in the order's group
     assert sqs.dropped == 0
@@ -307,7 +309,7 @@ def test_fifo_redrive_keeps_the_group_and_is_not_dropped_as_a_duplicate(make_ops
 
 
 def test_an_empty_dlq_moves_nothing(ops: OpsWorld) -> None:
-    result = ops.run("redrive", "--method", "loop", "--wait-seconds", "0")
+    result = ops.run("redrive", "--yes", "--method", "loop", "--wait-seconds", "0")
     assert result.exit_code == 0
     assert "moved 0 message(s)" in result.stdout
 
@@ -325,7 +327,7 @@ def test_redrive_one_order_after_its_cause_was_fixed(ops: OpsWorld) -> None:
     ops.dynamodb.delete_item(TableName="order-records", Key={"order_id": {"S": "o-1"}})
     ops.dynamodb.delete_item(TableName="processed-events", Key={"event_id": {"S": event_id}})
     # WHEN only that order's message is redriven and consumed
-    result = ops.run("redrive", "--order-id", "o-1", "--wait-seconds", "0")
+    result = ops.run("redrive", "--yes", "--order-id", "o-1", "--wait-seconds", "0")
     assert result.exit_code == 0, result.output
     assert "[1 IDEMPOTENCY_CONFLICT]" in result.stdout
     ops.consume()
@@ -362,7 +364,7 @@ def test_messages_that_fail_again_during_the_redrive_are_not_moved_again(ops: Op
     time.sleep(0.01)  # SentTimestamp has millisecond resolution
     sqs = ReparkingSqs(ops.sqs, ops.queue_url, ops.dlq_url)
     # WHEN the DLQ is redriven
-    result = ops.run("redrive", "--method", "loop", "--wait-seconds", "0", sqs=sqs)
+    result = ops.run("redrive", "--yes", "--method", "loop", "--wait-seconds", "0", sqs=sqs)
     # THEN each was moved once, the loop ended, and the parked copies are left in the DLQ
     assert result.exit_code == 0, result.output
     assert "moved 2 message(s)" in result.stdout
@@ -371,7 +373,7 @@ def test_messages_that_fail_again_during_the_redrive_are_not_moved_again(ops: Op
     assert ops.visible_count(ops.dlq_url) == 2
 
 
-# --- robustness of the loop (issue 11.8) -------------------------------------------------------------
+# --- robustness of the loop -------------------------------------------------------------------------
 
 PRODUCER_ATTRIBUTE_SETS = [
     pytest.param({"original_attributes": "not json"}, id="original_attributes-not-json"),
@@ -406,7 +408,7 @@ def test_producer_attributes_with_the_consumers_names_pass_through_a_park_and_a_
     [letter] = json.loads("[" + ",".join(ops.run("dlq", "list", "--json").stdout.splitlines()) + "]")
     assert letter["error_code"] == "INVALID_MESSAGE"
     # AND it is redriven with the loop
-    result = ops.run("redrive", "--method", "loop", "--wait-seconds", "0")
+    result = ops.run("redrive", "--yes", "--method", "loop", "--wait-seconds", "0")
     # THEN the loop did not crash and the message is back with exactly the producer's attributes
     assert result.exit_code == 0, result.output
     assert "moved 1 message(s)" in result.stdout
@@ -422,7 +424,7 @@ def test_a_producer_attribute_named_original_attributes_survives_a_move_by_the_q
     ops.dead_letter(ORDERS[0], attributes)
     # WHEN it is listed and redriven
     [listed] = ops.run("dlq", "list", "--json").stdout.splitlines()
-    result = ops.run("redrive", "--method", "loop", "--wait-seconds", "0")
+    result = ops.run("redrive", "--yes", "--method", "loop", "--wait-seconds", "0")
     # THEN it counts as moved by the queue (the producer's error_code is not a reason) and goes back as it was
     assert json.loads(listed)["error_code"] == "MAX_RECEIVES"
     assert result.exit_code == 0, result.output
@@ -470,7 +472,7 @@ def test_an_always_failing_message_goes_round_once_whatever_the_operators_clock(
         ConsumingSqs(ops) if way_back == "parked-by-the-consumer" else ReparkingSqs(ops.sqs, ops.queue_url, ops.dlq_url)
     )
     # WHEN the DLQ is redriven
-    result = ops.run("redrive", "--method", "loop", "--wait-seconds", "0", sqs=sqs)
+    result = ops.run("redrive", "--yes", "--method", "loop", "--wait-seconds", "0", sqs=sqs)
     # THEN each went round exactly once and the copies that came back are left in the DLQ, visible
     assert result.exit_code == 0, result.output
     assert "moved 2 message(s)" in result.stdout
@@ -504,7 +506,9 @@ def test_a_crash_in_the_middle_of_the_loop_hides_nothing_and_a_rerun_moves_the_r
     for order in orders:
         ops.dead_letter(order)
     # WHEN the DLQ is redriven
-    result = ops.run("redrive", "--method", "loop", "--wait-seconds", "0", sqs=CrashingSqs(ops.sqs, crash_on_call=2))
+    result = ops.run(
+        "redrive", "--yes", "--method", "loop", "--wait-seconds", "0", sqs=CrashingSqs(ops.sqs, crash_on_call=2)
+    )
     # THEN the command failed with the error
     assert isinstance(result.exception, RuntimeError)
     # AND nothing it had received stays hidden: the 15 not moved are visible at once
@@ -513,7 +517,7 @@ def test_a_crash_in_the_middle_of_the_loop_hides_nothing_and_a_rerun_moves_the_r
     )["Attributes"]
     assert counts == {"ApproximateNumberOfMessages": "15", "ApproximateNumberOfMessagesNotVisible": "0"}
     # WHEN it is run again at once
-    rerun = ops.run("redrive", "--method", "loop", "--wait-seconds", "0")
+    rerun = ops.run("redrive", "--yes", "--method", "loop", "--wait-seconds", "0")
     # THEN it moves the rest: every order is in the queue once and the DLQ is empty
     assert rerun.exit_code == 0, rerun.output
     assert "moved 15 message(s)" in rerun.stdout

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import boto3
+import pytest
 from click.testing import CliRunner
 
 from idempotent_order_pipeline.cli import cli
@@ -170,6 +171,7 @@ def test_a_missing_output_is_a_clear_error(ops: OpsWorld) -> None:
     assert "stack 'other' (CREATE_COMPLETE) has no output 'QueueUrl'; it has TopicArn" in result.stderr
 
 
+@pytest.mark.slow
 def test_module_entry_point_runs_the_cli() -> None:
     # GIVEN the package as installed, WHEN run with python -m
     completed = subprocess.run(

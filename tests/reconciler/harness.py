@@ -175,7 +175,10 @@ class ReconcilerWorld:
         """Run the consumer's handler on the orders and kill it at its first SNS call (after the transaction)."""
         board = FaultBoard()
         board.arm(ArmedFault(Crash()))
-        clients = Clients(dynamodb=self.dynamodb, sns=GuardedClient(self.sns, board), sqs=self.sqs)  # type: ignore[arg-type]
+        # DynamoDB behind a lock of its own (no fault armed there), so the consumer's threads never
+        # call moto's DynamoDB at the same time.
+        dynamodb = GuardedClient(self.dynamodb, FaultBoard())
+        clients = Clients(dynamodb=dynamodb, sns=GuardedClient(self.sns, board), sqs=self.sqs)  # type: ignore[arg-type]
         consumer_handler.configure(clients, self.env)
         try:
             for body in orders:
@@ -189,7 +192,15 @@ class ReconcilerWorld:
 
     def deliver_normally(self, orders: Sequence[dict[str, Any]]) -> None:
         """Run the consumer's handler on the orders with nothing failing (recorded, published, sent)."""
-        consumer_handler.configure(Clients(dynamodb=self.dynamodb, sns=self.sns, sqs=self.sqs), self.env)
+        # Guarded (with no fault armed) for the board's lock: the consumer's threads must not call
+        # moto's DynamoDB at the same time (see tests.consumer.harness).
+        board = FaultBoard()
+        clients = Clients(
+            dynamodb=GuardedClient(self.dynamodb, board),  # type: ignore[arg-type]
+            sns=GuardedClient(self.sns, board),  # type: ignore[arg-type]
+            sqs=GuardedClient(self.sqs, board),  # type: ignore[arg-type]
+        )
+        consumer_handler.configure(clients, self.env)
         try:
             response = consumer_handler.handler({"Records": [sqs_record(body) for body in orders]}, FakeContext())
         finally:

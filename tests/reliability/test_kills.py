@@ -62,6 +62,9 @@ from idempotent_order_pipeline.cli.dead_letters import Selection, redrive_loop
 from idempotent_order_pipeline.keys import derive_event_id
 from order_pipeline_sandbox.server import Endpoint, SandboxServerProcess
 
+# Real SIGKILLs of handler processes against a moto server process.
+pytestmark = pytest.mark.slow
+
 #: Kills per queue type, and the seed of the traffic and of the kill moments.
 KILLS = int(os.environ.get("KILL_CHAOS_KILLS", "15"))
 SEED = int(os.environ.get("KILL_CHAOS_SEED", "11"))

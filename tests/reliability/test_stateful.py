@@ -3,8 +3,8 @@
 The state machine models the SQS queue (visibility, ApproximateReceiveCount, a redrive policy
 moving a message to the DLQ after MAX_RECEIVES receives) and drives the real handler, in process,
 on moto. Faults are armed at the AWS client boundary (crash before a call or after it succeeded,
-transient cancellations, an SNS outage). After every step the invariants that must hold at all times
-are checked; at the end the queue is drained with faults disarmed and the final ones are checked.
+transient cancellations, a throttled sent mark, an SNS outage). After every step the invariants that
+must hold at all times are checked; at the end the queue is drained with faults disarmed and the final ones are checked.
 
 Budget: HYPOTHESIS_PROFILE=ci (the default, in ``make test``) or ``reliability`` (``make reliability``).
 """
@@ -35,6 +35,9 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.reconciler import Re
 from idempotent_order_pipeline._lambda_asset.order_consumer.runtime import Clients, build_pipeline
 from tests.consumer.harness import ArmedFault, Crash, World, cancelled, client_error, refuse_entries, sqs_record
 from tests.reconciler.harness import add_pending_index
+
+# Stateful chaos: generated scenarios of producers, consumers and faults.
+pytestmark = pytest.mark.slow
 
 MAX_RECEIVES = 4
 MAX_BATCH = 10
@@ -136,19 +139,23 @@ Fault = ArmedFault | SnsRefusal
 
 def fault_strategy() -> st.SearchStrategy[Fault | None]:
     crash = st.builds(
-        lambda k, after: ArmedFault(Crash("chaos"), at=k, after_success=after), st.integers(1, 12), st.booleans()
+        lambda k, after: ArmedFault(Crash("chaos"), at=k, after_success=after), st.integers(1, 24), st.booleans()
     )
     cancellation = st.builds(
         lambda code, times: ArmedFault(cancelled(code, "None"), "transact_write_items", times=times),
         st.sampled_from(["TransactionConflict", "ThrottlingError"]),
         st.integers(1, 3),
     )
+    mark_throttled = st.builds(
+        lambda times: ArmedFault(client_error("UpdateItem", "ThrottlingException"), "update_item", times=times),
+        st.integers(1, 6),
+    )
     sns_outage = st.builds(
         lambda times: ArmedFault(client_error("PublishBatch", "InternalError"), "publish_batch", times=times),
         st.integers(1, 6),
     )
     sns_refusal = st.builds(SnsRefusal, st.integers(1, 3), st.integers(0, 9))
-    return st.one_of(st.none(), crash, cancellation, sns_outage, sns_refusal)
+    return st.one_of(st.none(), crash, cancellation, mark_throttled, sns_outage, sns_refusal)
 
 
 def fault_name(fault: Fault) -> str:
@@ -158,6 +165,8 @@ def fault_name(fault: Fault) -> str:
         return "crash-after-success" if fault.after_success else "crash-before-call"
     if fault.operation == "publish_batch":
         return "sns-outage"
+    if fault.operation == "update_item":
+        return "mark-throttled"
     return str(getattr(fault.error, "response", {}).get("CancellationReasons", [{}])[0].get("Code"))
 
 

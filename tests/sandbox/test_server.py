@@ -84,6 +84,7 @@ def test_a_waiting_long_poll_does_not_block_other_requests(endpoint: Endpoint) -
     assert [message["Body"] for message in received] == ["hello"]
 
 
+@pytest.mark.slow
 def test_child_server_stops_with_its_context() -> None:
     # GIVEN a server in a child process
     server = SandboxServerProcess()

@@ -21,6 +21,38 @@ Modules: :mod:`.aws` (clients, the stack, the pipeline's resources), :mod:`.dead
 they are usable and testable without the command line. Needs the ``ops`` extra (click).
 """
 
-from idempotent_order_pipeline.cli.commands import cli, main
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from idempotent_order_pipeline.cli.commands import cli
 
 __all__ = ["cli", "main"]
+
+#: The modules the ``ops`` extra installs (boto3 brings botocore).
+OPS_EXTRA_MODULES = frozenset({"click", "boto3", "botocore"})
+OPS_EXTRA_HINT = (
+    "order-pipeline needs the 'ops' extra ({missing} is not installed): pip install 'idempotent-order-pipeline[ops]'"
+)
+
+
+def main() -> None:
+    """The ``order-pipeline`` console script; without the ``ops`` extra, a one-line hint and exit code 1."""
+    try:
+        from idempotent_order_pipeline.cli.commands import main as run
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").partition(".")[0] not in OPS_EXTRA_MODULES:
+            raise
+        sys.exit(OPS_EXTRA_HINT.format(missing=exc.name))
+    run()
+
+
+def __getattr__(name: str) -> Any:
+    # ``cli`` (the click group) is imported on first use, so that ``main`` can explain a missing click.
+    if name == "cli":
+        from idempotent_order_pipeline.cli.commands import cli
+
+        return cli
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

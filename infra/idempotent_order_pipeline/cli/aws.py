@@ -26,8 +26,9 @@ from idempotent_order_pipeline.cli.errors import (
     PipelineNotFoundError,
     StackNotFoundError,
     StackOutputMissingError,
+    describe,
 )
-from idempotent_order_pipeline.discovery import ROLES, DiscoveredPipeline, pipelines_in
+from idempotent_order_pipeline.discovery import ROLES, DiscoveredPipeline, pipelines_in, select
 from idempotent_order_pipeline.keys import DEFAULT_IDENTITY_FIELDS, parse_identity_fields
 
 if TYPE_CHECKING:
@@ -120,8 +121,10 @@ class AwsClients:
         return cast("LambdaClient", self._client("lambda"))
 
     def where(self) -> str:
-        """Where the calls go, for error messages."""
-        return f"endpoint {self.endpoint_url or 'AWS'}, region {self.region or 'from the environment'}"
+        """Where the calls go, for error messages: the endpoint and region the client really uses
+        (options, environment variables and profile resolved by boto3)."""
+        meta = self.cloudformation.meta
+        return f"endpoint {meta.endpoint_url}, region {meta.region_name}"
 
 
 class Stack:
@@ -228,7 +231,7 @@ class PipelineResources:
         pipelines = self.stack.pipelines()
         paths = ", ".join(p.path for p in pipelines) or "none"
         if self.selector is not None:
-            chosen = [p for p in pipelines if p.matches(self.selector)]
+            chosen = select(pipelines, self.selector)
             if not chosen:
                 raise PipelineNotFoundError(
                     f"stack {self.stack.name!r} has no pipeline {self.selector!r}; its pipelines: {paths}"
@@ -242,7 +245,7 @@ class PipelineResources:
                 f"stack {self.stack.name!r} holds {len(chosen)} pipelines"
                 + (f" matching {self.selector!r}" if self.selector else "")
                 + f": {', '.join(p.path for p in chosen)}; pick one with --pipeline PATH "
-                "(its path in the stack, or its construct id when unique)"
+                "(its path in the stack, or its construct id when no other pipeline has it)"
             )
         return chosen[0], f"pipeline {chosen[0].path}"
 
@@ -296,7 +299,7 @@ class PipelineResources:
         except (ClientError, BotoCoreError) as exc:
             raise PipelineNotFoundError(
                 f"pipeline {pipeline.path}: its {role.replace('_', ' ')} was handed in, and reading it from "
-                f"function {function} failed ({exc}); pass {option}"
+                f"function {function} failed ({describe(exc)}); pass {option}"
             ) from exc
         raise PipelineNotFoundError(
             f"pipeline {pipeline.path}: its {role.replace('_', ' ')} was handed in and function {function} "

@@ -1,9 +1,14 @@
 """The click commands: parse options, call the operations, print results.
 
 Exit codes: 0 done; 1 failed or incomplete (an AWS error, a missing stack or output, orders not
-sent, messages not moved, records not resent); 2 usage error; 3 ``inspect`` found nothing.
-Results go to stdout (``--json``: one JSON object per line, numbers exact), progress and problems
-to stderr.
+sent, messages not moved, records not resent, a question answered no); 2 usage error (a
+destructive command without a terminal to ask and without ``--yes``); 3 ``inspect`` found nothing.
+Results go to stdout (``--json``, before or after the command: one JSON object per line, numbers
+exact), progress and problems to stderr, every line through :mod:`.output` (escaped).
+
+Commands that delete or send in bulk (``dlq drop``, ``redrive``, ``pending --resend``) ask first on
+a terminal, take ``--yes`` instead, and refuse to run unasked without a terminal; ``--dry-run``
+shows what they would do and changes nothing.
 """
 
 from __future__ import annotations
@@ -12,9 +17,10 @@ import functools
 import re
 import sys
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import IO, TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
 
 import click
@@ -35,6 +41,7 @@ from idempotent_order_pipeline.cli.dead_letters import (
     DEFAULT_PEEK_LIMIT,
     DEFAULT_WAIT_SECONDS,
     MAX_RECEIVES,
+    DeadLetter,
     RedriveReport,
     Selection,
     drop,
@@ -43,7 +50,14 @@ from idempotent_order_pipeline.cli.dead_letters import (
     start_move_task,
     wait_for_move_task,
 )
-from idempotent_order_pipeline.cli.errors import MoveTaskUnsupportedError, OperationsError
+from idempotent_order_pipeline.cli.errors import (
+    CannotResendError,
+    MoveTaskUnsupportedError,
+    OperationsError,
+    describe,
+    endpoint_message,
+)
+from idempotent_order_pipeline.cli.output import Failure, confirm, echo, on_terminal, summarise
 from idempotent_order_pipeline.cli.records import (
     DEFAULT_PENDING_AGE,
     find_pending,
@@ -77,6 +91,8 @@ class Operator:
     clients: AwsClients
     resources: PipelineResources
     explicit_identity_fields: tuple[str, ...] | None = None
+    #: The global ``--json`` (each command's own ``--json`` asks the same).
+    as_json: bool = False
     _identity: tuple[tuple[str, ...], str] | None = field(default=None, repr=False)
 
     def identity_fields(self) -> tuple[tuple[str, ...], str]:
@@ -101,14 +117,11 @@ def _reported(command: Callable[P, R]) -> Callable[P, R]:
         try:
             return command(*args, **kwargs)
         except OperationsError as exc:
-            raise click.ClickException(str(exc)) from exc
+            raise Failure(str(exc)) from exc
         except ClientError as exc:
-            error = exc.response.get("Error", {})
-            raise click.ClickException(
-                f"{exc.operation_name} failed: {error.get('Code')}: {error.get('Message')}"
-            ) from exc
+            raise Failure(f"{exc.operation_name} failed: {describe(exc)}") from exc
         except BotoCoreError as exc:
-            raise click.ClickException(str(exc)) from exc
+            raise Failure(describe(exc)) from exc
 
     return wrapper
 
@@ -130,6 +143,38 @@ def _seconds(ctx: click.Context, param: click.Parameter, value: str) -> int:
 
 def _operator(ctx: click.Context) -> Operator:
     return cast(Operator, ctx.find_object(Operator))
+
+
+def _json(ctx: click.Context, as_json: bool) -> bool:
+    """Whether this command writes JSON: its own ``--json`` or the global one."""
+    return as_json or _operator(ctx).as_json
+
+
+_JSON_HELP = "One JSON object per line on stdout (the same as the global --json)."
+
+
+def _confirmed(*, yes: bool, dry_run: bool, command: str) -> bool:
+    """Whether a destructive command may go on without asking; a usage error when nobody could be asked.
+
+    Checked before anything is read, so a script without ``--yes`` fails the same way whatever
+    the queues hold.
+    """
+    if yes or dry_run:
+        return True
+    if not on_terminal():
+        raise click.UsageError(
+            f"{command} changes the pipeline's queues and asks first, but there is no terminal to ask: "
+            "pass --yes to go ahead, or --dry-run to see what it would do"
+        )
+    return False
+
+
+def _destructive(command: Callable[P, R]) -> Callable[P, R]:
+    """``--yes`` and ``--dry-run`` for a command that deletes or sends in bulk."""
+    command = click.option("--dry-run", is_flag=True, help="Show what would be done; change nothing (needs no --yes).")(
+        command
+    )
+    return click.option("--yes", "-y", is_flag=True, help="Do not ask (needed without a terminal).")(command)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
@@ -158,6 +203,7 @@ def _operator(ctx: click.Context) -> Operator:
     help="Comma-separated fields hashed into the key of an order without event_id "
     "(default: the consumer function's IDENTITY_FIELDS, else order_id).",
 )
+@click.option("--json", "as_json", is_flag=True, help="Every command's results as JSON lines on stdout.")
 @click.pass_context
 def cli(
     ctx: click.Context,
@@ -172,6 +218,7 @@ def cli(
     region: str | None,
     profile: str | None,
     identity_fields: str | None,
+    as_json: bool,
 ) -> None:
     """Operate an idempotent order pipeline: send orders, follow one, empty the DLQ safely.
 
@@ -202,6 +249,7 @@ def cli(
         clients=clients,
         resources=PipelineResources(the_stack, selector=pipeline, explicit=explicit_resources),
         explicit_identity_fields=explicit,
+        as_json=as_json,
     )
 
 
@@ -237,6 +285,7 @@ def send(ctx: click.Context, source: IO[bytes], on_invalid: str, as_json: bool) 
     every order once. Every line is checked against the consumer's contract first; with
     --on-invalid skip the valid lines are sent and each invalid one is listed with its number.
     """
+    as_json = _json(ctx, as_json)
     operator = _operator(ctx)
     publisher = operator.publisher()
     fields, fields_source = operator.identity_fields()
@@ -251,25 +300,26 @@ def send(ctx: click.Context, source: IO[bytes], on_invalid: str, as_json: bool) 
         except Exception as exc:
             invalid.append((number, f"{InvalidMessageError.error_code}: {type(exc).__name__}: {exc}"[:1000]))
     for number, reason in invalid:
-        click.echo(f"line {number}: invalid: {reason}", err=True)
+        echo(f"line {number}: invalid: {reason}", err=True)
         if as_json:
-            click.echo(to_json({"line": number, "sent": False, "error": reason}))
+            echo(to_json({"line": number, "sent": False, "error": reason}))
+    summarise("invalid", (reason for _, reason in invalid))
     if invalid and on_invalid == "fail":
-        raise click.ClickException(
+        raise Failure(
             f"{len(invalid)} invalid line(s) of {len(lines)}; nothing sent (--on-invalid skip sends the valid ones)"
         )
 
-    failed = 0
+    not_sent: list[str] = []
     with click.progressbar(length=len(prepared), label="sending", file=sys.stderr) as bar:
         for start in range(0, len(prepared), MAX_BATCH_ENTRIES):
             chunk = prepared[start : start + MAX_BATCH_ENTRIES]
             results = publisher.send_prepared([order for _, order in chunk])
             for (number, order), result in zip(chunk, results, strict=True):
                 if not result.ok:
-                    failed += 1
-                    click.echo(f"line {number}: order {order.order_id}: not sent: {result.error}", err=True)
+                    not_sent.append(endpoint_message(result.error or "no answer"))
+                    echo(f"line {number}: order {order.order_id}: not sent: {not_sent[-1]}", err=True)
                 if as_json:
-                    click.echo(
+                    echo(
                         to_json(
                             {
                                 "line": number,
@@ -277,18 +327,19 @@ def send(ctx: click.Context, source: IO[bytes], on_invalid: str, as_json: bool) 
                                 "order_id": order.order_id,
                                 "event_id": order.event_id,
                                 "message_id": result.message_id,
-                                "error": result.error,
+                                "error": None if result.ok else not_sent[-1],
                             }
                         )
                     )
             bar.update(len(chunk))
-    click.echo(
-        f"sent {len(prepared) - failed} of {len(lines)} order(s) to {publisher.queue_url} "
-        f"({len(invalid)} invalid, {failed} failed; identity fields {','.join(fields)} from {fields_source})",
+    summarise("not sent", not_sent)
+    echo(
+        f"sent {len(prepared) - len(not_sent)} of {len(lines)} order(s) to {publisher.queue_url} "
+        f"({len(invalid)} invalid, {len(not_sent)} failed; identity fields {','.join(fields)} from {fields_source})",
         err=as_json,
     )
-    if failed:
-        raise click.ClickException(f"{failed} order(s) not sent; sending the same lines again is safe")
+    if not_sent:
+        raise Failure(f"{len(not_sent)} order(s) not sent; sending the same lines again is safe")
 
 
 # --- inspect ---------------------------------------------------------------------------------------
@@ -297,7 +348,7 @@ def send(ctx: click.Context, source: IO[bytes], on_invalid: str, as_json: bool) 
 @cli.command()
 @click.argument("event_id", required=False)
 @click.option("--order", "order_id", help="Look up by order id instead of event id.")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object (the same as the global --json).")
 @click.pass_context
 @_reported
 def inspect(ctx: click.Context, event_id: str | None, order_id: str | None, as_json: bool) -> None:
@@ -307,6 +358,7 @@ def inspect(ctx: click.Context, event_id: str | None, order_id: str | None, as_j
     """
     if (event_id is None) == (order_id is None):
         raise click.UsageError("give an EVENT_ID or --order ORDER_ID (one of them)")
+    as_json = _json(ctx, as_json)
     operator = _operator(ctx)
     result = inspect_records(
         operator.clients.dynamodb,
@@ -316,28 +368,28 @@ def inspect(ctx: click.Context, event_id: str | None, order_id: str | None, as_j
         order_id=order_id,
     )
     if as_json:
-        click.echo(to_json(result.as_dict()))
+        echo(to_json(result.as_dict()))
     else:
         notified = {True: "yes (status sent)", False: "no (status pending)", None: "unknown (no state record)"}
-        click.echo(f"event_id   {result.event_id or event_id or '-'}")
-        click.echo(f"order_id   {result.order_id or order_id or '-'}")
-        click.echo(f"notified   {notified[result.notified]}")
+        echo(f"event_id   {result.event_id or event_id or '-'}")
+        echo(f"order_id   {result.order_id or order_id or '-'}")
+        echo(f"notified   {notified[result.notified]}")
         if result.state is not None:
             state = result.state
-            click.echo(
+            echo(
                 f"state      {state.get('status')}: created {timestamp(state.get('created_at'))}, "
                 f"sent {timestamp(state.get('sent_at')) or '-'}, expires {_expiry(state)}"
             )
         else:
-            click.echo("state      -")
+            echo("state      -")
         if result.order_row is not None:
-            click.echo("order row")
+            echo("order row")
             for name in sorted(result.order_row):
-                click.echo(f"  {name}: {to_json(result.order_row[name])}")
+                echo(f"  {name}: {to_json(result.order_row[name])}")
         else:
-            click.echo("order row  -")
+            echo("order row  -")
         for finding in result.findings:
-            click.echo(f"note: {finding}")
+            echo(f"note: {finding}")
     if not result.found:
         ctx.exit(EXIT_NOT_FOUND)
 
@@ -348,6 +400,26 @@ def inspect(ctx: click.Context, event_id: str | None, order_id: str | None, as_j
 @cli.group()
 def dlq() -> None:
     """The dead-letter queue: parked and repeatedly failing messages."""
+
+
+_TABLE_HEADER = f"{'ERROR_CODE':<22}{'ORDER_ID':<20}{'EVENT_ID':<18}{'SENT':<22}{'RECV':<6}ERROR_MESSAGE"
+
+
+def _table_row(letter: DeadLetter) -> str:
+    return (
+        f"{letter.error_code:<22}{short(letter.order_id, 18):<20}{short(letter.event_id, 16):<18}"
+        f"{letter.sent_at or '-':<22}{letter.receive_count:<6}{short(letter.error_message, 80)}"
+    )
+
+
+def _held_back_note(held_back: int) -> str:
+    """Why a FIFO sweep stopped short (empty when it did not)."""
+    if not held_back:
+        return ""
+    return (
+        f"; ~{held_back} more not reached: a FIFO queue hands out no more of a message group while its first "
+        "messages are in flight, and these wait behind messages not deleted (redrive or drop those first)"
+    )
 
 
 @dlq.command("list")
@@ -361,7 +433,7 @@ def dlq() -> None:
 @click.option("--event-id", help="Only the messages of this event.")
 @click.option("--order-id", help="Only the messages of this order.")
 @click.option("--body", "with_body", is_flag=True, help="Include body and attributes (with --json).")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per message.")
+@click.option("--json", "as_json", is_flag=True, help=_JSON_HELP)
 @click.option("--wait-seconds", type=click.IntRange(0, 20), default=DEFAULT_WAIT_SECONDS, show_default=True)
 @click.pass_context
 @_reported
@@ -376,31 +448,31 @@ def dlq_list(
     wait_seconds: int,
 ) -> None:
     """List DLQ messages with their error_code, leaving them in the queue."""
+    as_json = _json(ctx, as_json)
     operator = _operator(ctx)
     url = operator.resources.dead_letter_queue_url
-    letters = peek(
+    reading = peek(
         operator.clients.sqs,
         url,
         max_messages=max_messages,
         wait_seconds=wait_seconds,
         identity_fields=operator.identity_fields()[0],
     )
+    letters = reading.letters
     selection = Selection.of(error_codes, event_id, order_id)
     shown = [letter for letter in letters if selection.matches(letter)]
     if as_json:
         for letter in shown:
-            click.echo(to_json(letter.summary(with_body=with_body)))
+            echo(to_json(letter.summary(with_body=with_body)))
     else:
-        click.echo(f"{'ERROR_CODE':<22}{'ORDER_ID':<20}{'EVENT_ID':<18}{'SENT':<22}{'RECV':<6}ERROR_MESSAGE")
+        echo(_TABLE_HEADER)
         for letter in shown:
-            click.echo(
-                f"{letter.error_code:<22}{short(letter.order_id, 18):<20}{short(letter.event_id, 16):<18}"
-                f"{letter.sent_at or '-':<22}{letter.receive_count:<6}{short(letter.error_message, 80)}"
-            )
+            echo(_table_row(letter))
     counts = ", ".join(f"{n} {code}" for code, n in sorted(Counter(x.error_code for x in shown).items()))
     depth = approximate_depth(operator.clients.sqs, url)
-    click.echo(
-        f"{len(shown)} shown of {len(letters)} read (~{depth} in the queue): {counts or 'none'}; all left in the queue",
+    echo(
+        f"{len(shown)} shown of {len(letters)} read (~{depth} in the queue): {counts or 'none'}; all left in the queue"
+        + _held_back_note(reading.held_back),
         err=True,
     )
 
@@ -415,7 +487,8 @@ def dlq_list(
 @click.option("--event-id", help="Drop the messages of this event.")
 @click.option("--order-id", help="Drop the messages of this order.")
 @click.option("--all", "everything", is_flag=True, help="Drop every message (instead of selecting).")
-@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@_destructive
+@click.option("--json", "as_json", is_flag=True, help="Each dropped message as JSON, body included (a record).")
 @click.option("--wait-seconds", type=click.IntRange(0, 20), default=DEFAULT_WAIT_SECONDS, show_default=True)
 @click.pass_context
 @_reported
@@ -426,9 +499,11 @@ def dlq_drop(
     order_id: str | None,
     everything: bool,
     yes: bool,
+    dry_run: bool,
+    as_json: bool,
     wait_seconds: int,
 ) -> None:
-    """Delete selected DLQ messages for good, printing each (JSON, body included) as a record.
+    """Delete selected DLQ messages for good, printing each as it goes (--json: with its body, as a record).
 
     For messages that will never be processed: invalid or conflicting orders that were corrected
     and sent again. Everything not selected stays in the queue.
@@ -436,19 +511,38 @@ def dlq_drop(
     selection = Selection.of(error_codes, event_id, order_id)
     if selection.everything != everything:
         raise click.UsageError("select what to drop (--error-code, --event-id, --order-id) or pass --all, not both")
+    go_ahead = _confirmed(yes=yes, dry_run=dry_run, command="dlq drop")
+    as_json = _json(ctx, as_json)
     operator = _operator(ctx)
     url = operator.resources.dead_letter_queue_url
-    what = "EVERY message" if everything else "the selected messages"
-    if not yes:
-        click.confirm(f"Delete {what} from {url} for good?", abort=True, err=True)
-    deleted, left = drop(
-        operator.clients.sqs, url, selection, wait_seconds=wait_seconds, identity_fields=operator.identity_fields()[0]
+    if not go_ahead:
+        confirm(f"Delete {'EVERY message' if everything else 'the selected messages'} from {url} for good?")
+    dropped = drop(
+        operator.clients.sqs,
+        url,
+        selection,
+        dry_run=dry_run,
+        wait_seconds=wait_seconds,
+        identity_fields=operator.identity_fields()[0],
     )
-    for letter in deleted:
-        click.echo(to_json(letter.summary(with_body=True)))
-    click.echo(f"dropped {len(deleted)} message(s) from the DLQ", err=True)
-    if left:
-        raise click.ClickException(f"{len(left)} selected message(s) could not be deleted and are still in the DLQ")
+    if not as_json:
+        echo(_TABLE_HEADER)
+    for letter in dropped.deleted:
+        echo(to_json(letter.summary(with_body=True)) if as_json else _table_row(letter))
+    verb = "would drop" if dry_run else "dropped"
+    echo(
+        f"{verb} {len(dropped.deleted)} message(s) from the DLQ"
+        + (" (dry run: nothing deleted)" if dry_run else "")
+        + _held_back_note(dropped.held_back),
+        err=True,
+    )
+    problems = []
+    if dropped.left:
+        problems.append(f"{len(dropped.left)} selected message(s) could not be deleted and are still in the DLQ")
+    if dropped.held_back and not dry_run:
+        problems.append(f"~{dropped.held_back} message(s) not reached (FIFO groups held back; see above)")
+    if problems:
+        raise Failure("; ".join(problems))
 
 
 @cli.command()
@@ -474,6 +568,8 @@ def dlq_drop(
     "--timeout", default=DEFAULT_MOVE_TASK_TIMEOUT, show_default=True, callback=_seconds, help="Wait at most."
 )
 @click.option("--wait-seconds", type=click.IntRange(0, 20), default=DEFAULT_WAIT_SECONDS, show_default=True)
+@_destructive
+@click.option("--json", "as_json", is_flag=True, help="The outcome as one JSON object on stdout.")
 @click.pass_context
 @_reported
 def redrive(
@@ -487,6 +583,9 @@ def redrive(
     wait: bool,
     timeout: int,
     wait_seconds: int,
+    yes: bool,
+    dry_run: bool,
+    as_json: bool,
 ) -> None:
     """Move DLQ messages back to the pipeline's queue; each leaves the DLQ only once it was sent.
 
@@ -494,15 +593,23 @@ def redrive(
     one left 'pending', and parks a message that fails again. The loop returns messages as the
     producer sent them (reason attributes removed); a move task moves them as they are.
     """
-    operator = _operator(ctx)
-    sqs = operator.clients.sqs
-    dlq_url = operator.resources.dead_letter_queue_url
-    queue_url = operator.resources.queue_url
     selection = Selection.of(error_codes, event_id, order_id)
     if not selection.everything or max_messages is not None:
         if method == "move-task":
             raise click.UsageError("selecting messages or --max-messages needs the loop (a move task moves everything)")
         method = "loop"
+    go_ahead = _confirmed(yes=yes, dry_run=dry_run, command="redrive")
+    as_json = _json(ctx, as_json)
+    operator = _operator(ctx)
+    sqs = operator.clients.sqs
+    dlq_url = operator.resources.dead_letter_queue_url
+    queue_url = operator.resources.queue_url
+    if dry_run:
+        _redrive_dry_run(operator, selection, max_messages, wait_seconds, method=method, as_json=as_json)
+        return
+    if not go_ahead:
+        what = "every message" if selection.everything and max_messages is None else "the selected messages"
+        confirm(f"Move {what} of {dlq_url} (~{approximate_depth(sqs, dlq_url)} in it) to {queue_url}?")
     report: RedriveReport | None = None
     if method != "loop":
         report = _start_move_task(sqs, dlq_url, queue_url, rate=rate, required=method == "move-task")
@@ -512,7 +619,7 @@ def redrive(
                 queue_arn(sqs, dlq_url),
                 report,
                 timeout_seconds=timeout,
-                on_progress=lambda moved, total: click.echo(f"  moved {moved} of {total or '?'}", err=True),
+                on_progress=lambda moved, total: echo(f"  moved {moved} of {total or '?'}", err=True),
             )
     if report is None:
         depth = max_messages or approximate_depth(sqs, dlq_url)
@@ -533,14 +640,57 @@ def redrive(
                 identity_fields=operator.identity_fields()[0],
                 on_moved=progress,
             )
-    _print_redrive(report, queue_url)
+    _print_redrive(report, queue_url, as_json=as_json)
     if report.task_status == "RUNNING" and not wait:
         return
     if not report.complete:
-        raise click.ClickException(
+        raise Failure(
             "redrive incomplete: "
             + (f"task {report.task_status}" if report.task_handle else f"{len(report.failed)} message(s) not moved")
             + "; what was not moved is still in the DLQ"
+        )
+
+
+def _redrive_dry_run(
+    operator: Operator,
+    selection: Selection,
+    max_messages: int | None,
+    wait_seconds: int,
+    *,
+    method: str,
+    as_json: bool,
+) -> None:
+    """What a redrive would move: the DLQ read (and left) as ``dlq list`` reads it, with the same selection."""
+    dlq_url = operator.resources.dead_letter_queue_url
+    queue_url = operator.resources.queue_url
+    reading = peek(
+        operator.clients.sqs,
+        dlq_url,
+        max_messages=sys.maxsize,
+        wait_seconds=wait_seconds,
+        identity_fields=operator.identity_fields()[0],
+    )
+    chosen = [letter for letter in reading.letters if selection.matches(letter)][:max_messages]
+    by_code = Counter(letter.error_code for letter in chosen)
+    if as_json:
+        echo(
+            to_json(
+                {
+                    "dry_run": True,
+                    "method": method,
+                    "would_move": len(chosen),
+                    "moved_by_code": dict(by_code),
+                    "skipped": len(reading.letters) - len(chosen),
+                    "held_back": reading.held_back,
+                }
+            )
+        )
+    else:
+        codes = ", ".join(f"{n} {code}" for code, n in sorted(by_code.items()))
+        echo(
+            f"redrive (dry run): would move {len(chosen)} message(s) to {queue_url}"
+            + (f" [{codes}]" if codes else "")
+            + f"; nothing moved{_held_back_note(reading.held_back)}"
         )
 
 
@@ -551,14 +701,33 @@ def _start_move_task(
         handle = start_move_task(sqs, queue_arn(sqs, dlq_url), queue_arn(sqs, queue_url), rate)
     except MoveTaskUnsupportedError as exc:
         if required:
-            raise click.ClickException(f"this endpoint lacks StartMessageMoveTask ({exc}); use --method loop") from exc
-        click.echo("StartMessageMoveTask is not available here: moving with receive-send-delete", err=True)
+            raise Failure(f"this endpoint lacks StartMessageMoveTask ({exc}); use --method loop") from exc
+        echo("StartMessageMoveTask is not available here: moving with receive-send-delete", err=True)
         return None
-    click.echo(f"started message move task {handle}", err=True)
+    echo(f"started message move task {handle}", err=True)
     return RedriveReport(method="move-task", task_handle=handle, task_status="RUNNING")
 
 
-def _print_redrive(report: RedriveReport, queue_url: str) -> None:
+def _print_redrive(report: RedriveReport, queue_url: str, *, as_json: bool) -> None:
+    if as_json:
+        echo(
+            to_json(
+                {
+                    "method": report.method,
+                    "moved": report.moved,
+                    "moved_by_code": dict(report.moved_by_code),
+                    "skipped": report.skipped,
+                    "arrived_later": report.arrived_later,
+                    "failed": [{"message_id": message_id, "reason": reason} for message_id, reason in report.failed],
+                    "not_deleted": report.not_deleted,
+                    "task_handle": report.task_handle,
+                    "task_status": report.task_status,
+                    "task_failure": report.task_failure,
+                    "held_back": report.held_back,
+                    "complete": report.complete,
+                }
+            )
+        )
     by_code = ", ".join(f"{n} {code}" for code, n in sorted(report.moved_by_code.items()))
     line = f"redrive ({report.method}): moved {report.moved} message(s) to {queue_url}"
     if by_code:
@@ -571,13 +740,13 @@ def _print_redrive(report: RedriveReport, queue_url: str) -> None:
         line += f"; task {report.task_status}"
         if report.task_failure:
             line += f": {report.task_failure}"
-    click.echo(line)
+    line += _held_back_note(report.held_back)
+    echo(line, err=as_json)
     for message_id in report.not_deleted:
-        click.echo(
-            f"  {message_id}: sent but not deleted from the DLQ; a later redrive sends it again (harmless)", err=True
-        )
+        echo(f"  {message_id}: sent but not deleted from the DLQ; a later redrive sends it again (harmless)", err=True)
     for message_id, reason in report.failed:
-        click.echo(f"  {message_id}: stays in the DLQ: {reason}", err=True)
+        echo(f"  {message_id}: stays in the DLQ: {reason}", err=True)
+    summarise("stays in the DLQ", (reason for _, reason in report.failed))
 
 
 # --- pending -----------------------------------------------------------------------------------------
@@ -587,17 +756,22 @@ def _print_redrive(report: RedriveReport, queue_url: str) -> None:
 @click.option("--older-than", default=DEFAULT_PENDING_AGE, show_default=True, callback=_seconds, help="Minimum age.")
 @click.option("--limit", type=click.IntRange(min=1), help="At most this many, oldest first.")
 @click.option("--resend", is_flag=True, help="Re-enqueue each order, rebuilt from its row, so that it gets published.")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per record.")
+@_destructive
+@click.option("--json", "as_json", is_flag=True, help=_JSON_HELP)
 @click.pass_context
 @_reported
-def pending(ctx: click.Context, older_than: int, limit: int | None, resend: bool, as_json: bool) -> None:
+def pending(
+    ctx: click.Context, older_than: int, limit: int | None, resend: bool, yes: bool, dry_run: bool, as_json: bool
+) -> None:
     """State records stuck in 'pending': recorded, notification never confirmed.
 
     Any redelivery of the message publishes and marks them (redrive the DLQ first). When no copy is
     left - it expired in the DLQ - --resend rebuilds each order from its row and sends it with the
     same event_id: the consumer finds the pending record with the same payload, publishes it and
-    marks it sent, and the row is not written again.
+    marks it sent, and the row is not written again. --yes and --dry-run apply to --resend.
     """
+    go_ahead = _confirmed(yes=yes, dry_run=dry_run, command="pending --resend") if resend else True
+    as_json = _json(ctx, as_json)
     operator = _operator(ctx)
     now = time.time()
     records = find_pending(
@@ -608,8 +782,11 @@ def pending(ctx: click.Context, older_than: int, limit: int | None, resend: bool
         limit=limit,
     )
     publisher = operator.publisher() if resend and records else None
+    if publisher is not None and not go_ahead:
+        confirm(f"Re-enqueue the orders of {len(records)} pending record(s) to {publisher.queue_url}?")
     orders_table = operator.resources.order_records_table if publisher is not None else ""
-    resent = problems = 0
+    resent = 0
+    problems: list[str] = []
     for record in records:
         outcome: dict[str, Any] = {}
         if publisher is not None:
@@ -617,35 +794,65 @@ def pending(ctx: click.Context, older_than: int, limit: int | None, resend: bool
                 order = order_from_row(
                     record, get(operator.clients.dynamodb, orders_table, "order_id", record.order_id)
                 )
-                [result] = publisher.send_batch([order])
-                if not result.ok:
-                    raise OperationsError(result.error or "not sent")
-                resent += 1
-                outcome = {"resent": True, "message_id": result.message_id}
+                if dry_run:
+                    outcome = {"resent": False, "dry_run": True}
+                else:
+                    outcome = {"resent": True, "message_id": _resend(publisher, order)}
+                    resent += 1
             except OperationsError as exc:
-                problems += 1
-                outcome = {"resent": False, "error": str(exc)}
+                problems.append(str(exc))
+                outcome = {"resent": False, "error": problems[-1]}
         if as_json:
-            click.echo(to_json({**pending_summary(record, now), **outcome}))
+            echo(to_json({**pending_summary(record, now), **outcome}))
         else:
             line = (
                 f"{record.event_id}  order {record.order_id}  pending since {timestamp(record.created_at)} "
                 f"({age(now - record.created_at)})"
             )
-            if outcome:
-                line += "  -> resent" if outcome["resent"] else f"  -> NOT resent: {outcome['error']}"
-            click.echo(line)
-    hint = f"; resent {resent}" if resend else "; redrive the DLQ, or re-enqueue them with --resend"
-    click.echo(f"{len(records)} record(s) pending for more than {age(older_than)}{hint if records else ''}", err=True)
+            if "error" in outcome:
+                line += f"  -> NOT resent: {outcome['error']}"
+            elif outcome:
+                line += "  -> resent" if outcome["resent"] else "  -> would resend (dry run)"
+            echo(line)
+    summarise("not resent", problems)
+    if not resend:
+        hint = "; redrive the DLQ, or re-enqueue them with --resend"
+    elif dry_run:
+        hint = f"; would resend {len(records) - len(problems)} (dry run: nothing sent)"
+    else:
+        hint = f"; resent {resent}"
+    echo(f"{len(records)} record(s) pending for more than {age(older_than)}{hint if records else ''}", err=True)
     if problems:
-        raise click.ClickException(f"{problems} pending record(s) not resent (see above)")
+        raise Failure(f"{len(problems)} pending record(s) not resent (see above)")
+
+
+def _resend(publisher: OrderPublisher, order: Mapping[str, Any]) -> str | None:
+    """Send a rebuilt order again; its message id.
+
+    On a FIFO queue the message gets a deduplication id of its own: under the event's usual one, SQS
+    would accept a resend within five minutes of the first send (or of an earlier resend) and drop
+    it unseen, and the record would stay pending while this reported it resent.
+
+    Raises:
+        OperationsError: SQS did not accept it (the reason reduced to code and message).
+    """
+    try:
+        prepared = publisher.prepare(order)
+    except PermanentError as exc:  # a row an older version recorded that the contract now refuses
+        raise CannotResendError(f"the consumer would refuse it: {exc.error_code}: {exc}") from exc
+    if publisher.fifo:
+        prepared = replace(prepared, deduplication_id=uuid.uuid4().hex)
+    [result] = publisher.send_prepared([prepared])
+    if not result.ok:
+        raise OperationsError(endpoint_message(result.error or "not sent"))
+    return result.message_id
 
 
 # --- pipelines ---------------------------------------------------------------------------------------
 
 
 @cli.command()
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per pipeline.")
+@click.option("--json", "as_json", is_flag=True, help=_JSON_HELP)
 @click.pass_context
 @_reported
 def pipelines(ctx: click.Context, as_json: bool) -> None:
@@ -654,6 +861,7 @@ def pipelines(ctx: click.Context, as_json: bool) -> None:
     Found in the stack itself: the construct marks its resources with template metadata. Pass a
     pipeline's path (or construct id) as --pipeline to the other commands.
     """
+    as_json = _json(ctx, as_json)
     operator = _operator(ctx)
     found = operator.stack.pipelines()
     if not found:
@@ -672,12 +880,12 @@ def pipelines(ctx: click.Context, as_json: bool) -> None:
             except OperationsError:
                 continue
         if as_json:
-            click.echo(to_json({"pipeline": pipeline.path, "id": pipeline.construct_id, **ids}))
+            echo(to_json({"pipeline": pipeline.path, "id": pipeline.construct_id, **ids}))
         else:
-            click.echo(pipeline.path)
+            echo(pipeline.path)
             for role in ROLES:
-                click.echo(f"  {role:<24}{ids.get(role, '- (not deployed)')}")
-    click.echo(f"{len(found)} pipeline(s) in stack {operator.stack.name}", err=True)
+                echo(f"  {role:<24}{ids.get(role, '- (not deployed)')}")
+    echo(f"{len(found)} pipeline(s) in stack {operator.stack.name}", err=True)
 
 
 def _expiry(state: Mapping[str, Any]) -> str:

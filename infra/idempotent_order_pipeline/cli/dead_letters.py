@@ -37,7 +37,7 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.contract.batching im
 )
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.message import ORDER_ID_FIELD, parse_body
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.parked import Envelope, envelope_of, unparked
-from idempotent_order_pipeline.cli.errors import MoveTaskUnsupportedError
+from idempotent_order_pipeline.cli.errors import MoveTaskUnsupportedError, describe, endpoint_message
 from idempotent_order_pipeline.cli.render import timestamp
 from idempotent_order_pipeline.errors import InvalidMessageError
 from idempotent_order_pipeline.keys import DEFAULT_IDENTITY_FIELDS, IDEMPOTENCY_KEY_ATTRIBUTE, resolve_event_id
@@ -237,6 +237,13 @@ class _Sweep:
     the caller reports it deleted; when the sweep ends - normally, or because something raised
     midway (a bug, a lost connection, Ctrl-C) - everything still on the books is made visible again
     at once (visibility 0), so nothing stays hidden for HOLD_SECONDS and a rerun finds it.
+
+    A FIFO queue hands out no more of a message group while some of its messages are in flight, and
+    releasing them only hands out the same first ones again: no receive reaches the rest of a group
+    until its first messages are deleted. (moto differs: a released message lets the group's later
+    ones through, so a sweep that released and received again would look complete there and not on
+    SQS.) So on a FIFO queue, a sweep that ends with messages it could not reach counts them in
+    :attr:`held_back` - what SQS still shows as visible while the sweep holds what it read.
     """
 
     def __init__(self, sqs: SQSClient, queue_url: str, *, wait_seconds: int, identity_fields: Sequence[str]) -> None:
@@ -247,6 +254,8 @@ class _Sweep:
         self._seen: set[str] = set()
         # Receipt handles received and not deleted (a dict as an ordered set).
         self._held: dict[str, None] = {}
+        #: FIFO: messages left unread behind held ones of their group when the queue stopped answering.
+        self.held_back = 0
 
     def __enter__(self) -> _Sweep:
         return self
@@ -268,14 +277,30 @@ class _Sweep:
                 DeadLetter.from_message(m, self._identity_fields) for m in batch if m["MessageId"] not in self._seen
             ]
             if not fresh:
+                self._count_held_back()
                 return
             self._seen.update(letter.message_id for letter in fresh)
             yield fresh
+
+    def _count_held_back(self) -> None:
+        if self._queue_url.endswith(".fifo") and self._held:
+            attributes = self._sqs.get_queue_attributes(
+                QueueUrl=self._queue_url, AttributeNames=["ApproximateNumberOfMessages"]
+            )["Attributes"]
+            self.held_back = int(attributes.get("ApproximateNumberOfMessages", 0))
 
     def deleted(self, letters: Iterable[DeadLetter]) -> None:
         """These left the queue: nothing to release."""
         for letter in letters:
             self._held.pop(letter.receipt_handle, None)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What :func:`peek` read, and (FIFO) how many messages SQS held back behind them in their groups."""
+
+    letters: list[DeadLetter]
+    held_back: int = 0
 
 
 def peek(
@@ -285,16 +310,18 @@ def peek(
     max_messages: int = DEFAULT_PEEK_LIMIT,
     wait_seconds: int = DEFAULT_WAIT_SECONDS,
     identity_fields: Sequence[str] = DEFAULT_IDENTITY_FIELDS,
-) -> list[DeadLetter]:
+) -> Reading:
     """Read up to ``max_messages`` messages and leave them all in the queue.
 
-    Reading raises each message's ApproximateReceiveCount; nothing else changes.
+    Reading raises each message's ApproximateReceiveCount; nothing else changes. On a FIFO queue,
+    messages behind the first ones read of their group cannot be read without deleting those
+    (see :class:`_Sweep`); they are counted in :attr:`Reading.held_back`.
     """
     letters: list[DeadLetter] = []
     with _Sweep(sqs, queue_url, wait_seconds=wait_seconds, identity_fields=identity_fields) as sweep:
         for batch in sweep.batches(lambda: max_messages - len(letters)):
             letters.extend(batch)
-    return letters[:max_messages]
+    return Reading(letters[:max_messages], sweep.held_back)
 
 
 def _delete(sqs: SQSClient, queue_url: str, letters: Sequence[DeadLetter]) -> list[DeadLetter]:
@@ -314,25 +341,44 @@ def _delete(sqs: SQSClient, queue_url: str, letters: Sequence[DeadLetter]) -> li
     return left
 
 
+@dataclass(frozen=True)
+class Dropped:
+    """What :func:`drop` did: deleted, selected but not deleted, and (FIFO) messages it could not reach."""
+
+    deleted: list[DeadLetter]
+    left: list[DeadLetter]
+    #: FIFO: messages behind ones not selected in their group; the selection may match some of them.
+    held_back: int = 0
+
+
 def drop(
     sqs: SQSClient,
     queue_url: str,
     selection: Selection,
     *,
+    dry_run: bool = False,
     wait_seconds: int = DEFAULT_WAIT_SECONDS,
     identity_fields: Sequence[str] = DEFAULT_IDENTITY_FIELDS,
-) -> tuple[list[DeadLetter], list[DeadLetter]]:
-    """Delete the selected messages for good; return (deleted, not deleted). The others stay."""
+) -> Dropped:
+    """Delete the selected messages for good; the others stay. ``dry_run``: only find them.
+
+    On a FIFO queue the sweep gets past a group's first ten messages only by deleting them, so a
+    group whose first messages are not selected (or a dry run) hides the rest: counted in
+    :attr:`Dropped.held_back`.
+    """
     deleted: list[DeadLetter] = []
     left: list[DeadLetter] = []
     with _Sweep(sqs, queue_url, wait_seconds=wait_seconds, identity_fields=identity_fields) as sweep:
         for batch in sweep.batches(lambda: MAX_BATCH_ENTRIES):
             chosen = [letter for letter in batch if selection.matches(letter)]
+            if dry_run:
+                deleted.extend(chosen)
+                continue
             failed = _delete(sqs, queue_url, chosen)
             left.extend(failed)
             deleted.extend(letter for letter in chosen if letter not in failed)
             sweep.deleted(letter for letter in chosen if letter not in failed)
-    return deleted, left
+    return Dropped(deleted, left, sweep.held_back)
 
 
 # --- redrive ---------------------------------------------------------------------------------------
@@ -385,6 +431,8 @@ class RedriveReport:
     task_status: str | None = None
     task_failure: str | None = None
     to_move: int | None = None
+    #: FIFO loop: messages behind ones not selected in their group, which no receive could reach.
+    held_back: int = 0
 
     @property
     def complete(self) -> bool:
@@ -411,7 +459,7 @@ def start_move_task(sqs: SQSClient, source_arn: str, destination_arn: str, rate:
         raise MoveTaskUnsupportedError(str(exc)) from exc
     except ClientError as exc:
         if str(exc.response.get("Error", {}).get("Code", "")) in _UNSUPPORTED_CODES:
-            raise MoveTaskUnsupportedError(str(exc)) from exc
+            raise MoveTaskUnsupportedError(describe(exc)) from exc
         raise
 
 
@@ -528,6 +576,7 @@ def redrive_loop(
                 on_moved(report.moved)
             if chosen and len(report.failed) - failed_before == len(chosen):
                 break  # nothing got through (no queue, no permission): stop rather than spin
+    report.held_back = sweep.held_back
     return report
 
 
@@ -545,9 +594,14 @@ def _send_and_delete(
     try:
         response = sqs.send_message_batch(QueueUrl=queue_url, Entries=entries)
     except (ClientError, BotoCoreError) as exc:
-        report.failed.extend((letter.message_id, f"SendMessageBatch failed: {exc}") for letter in letters.values())
+        report.failed.extend(
+            (letter.message_id, f"SendMessageBatch failed: {describe(exc)}") for letter in letters.values()
+        )
         return
-    refused = [(letters[f["Id"]], f"{f.get('Code')}: {f.get('Message', '')}") for f in response.get("Failed", [])]
+    refused = [
+        (letters[f["Id"]], f"{f.get('Code')}: {endpoint_message(f.get('Message', ''))}")
+        for f in response.get("Failed", [])
+    ]
     report.failed.extend((letter.message_id, reason) for letter, reason in refused)
     successful = response.get("Successful", [])
     copies.update(success["MessageId"] for success in successful)

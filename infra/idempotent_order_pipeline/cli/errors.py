@@ -6,6 +6,20 @@ is wrong and what to do.
 
 from __future__ import annotations
 
+import re
+
+from botocore.exceptions import ClientError
+
+#: The longest endpoint message kept; beyond it, an emulator's page or a stack trace, not a reason.
+MAX_ENDPOINT_MESSAGE = 200
+_HTML = re.compile(r"<\s*(?:!doctype|html|head|title|body|h1|p)\b", re.IGNORECASE)
+_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
+_TAG = re.compile(r"<[^>]*>")
+# How botocore words a ClientError (``str(exc)``), wherever it ended up in a message: the code is what counts.
+_BOTOCORE_WORDING = re.compile(
+    r"An error occurred \((?P<code>[^)]*)\) when calling the \w+ operation(?: \(reached max retries: \d+\))?: "
+)
+
 
 class OperationsError(Exception):
     """Base class of the operator tooling's errors."""
@@ -33,3 +47,24 @@ class MoveTaskUnsupportedError(OperationsError):
 
 class CannotResendError(OperationsError):
     """A pending record's order cannot be rebuilt faithfully from its row, so it is not resent."""
+
+
+def endpoint_message(text: str) -> str:
+    """An endpoint's error text as one short line: botocore's wording reduced to ``Code: message``, an HTML
+    page to its title, whitespace collapsed, cut."""
+    text = _BOTOCORE_WORDING.sub(lambda match: f"{match.group('code')}: ", text)
+    if _HTML.search(text):
+        title = _TITLE.search(text)
+        text = title.group(1) if title else _TAG.sub(" ", text)
+    text = " ".join(text.split())
+    return text if len(text) <= MAX_ENDPOINT_MESSAGE else text[: MAX_ENDPOINT_MESSAGE - 1] + "…"
+
+
+def describe(exc: BaseException) -> str:
+    """What an AWS call's failure says, reduced to ``Code: message`` (the code alone when the message repeats it)."""
+    if not isinstance(exc, ClientError):
+        return endpoint_message(str(exc))
+    error = exc.response.get("Error", {})
+    code = str(error.get("Code") or exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or "?")
+    message = endpoint_message(str(error.get("Message") or ""))
+    return f"{code}: {message}" if message and message != code else code

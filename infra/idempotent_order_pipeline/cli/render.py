@@ -1,8 +1,9 @@
-"""How values are shown: UTC timestamps, ages, exact JSON (DynamoDB numbers stay exact)."""
+"""How values are shown: terminal-safe text, UTC timestamps, ages, exact JSON (DynamoDB numbers stay exact)."""
 
 from __future__ import annotations
 
 import base64
+import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -11,6 +12,22 @@ from boto3.dynamodb.types import Binary
 
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.message import from_attribute_value
 from idempotent_order_pipeline.keys import canonical_json
+
+#: Characters never written raw: C0 (tab, newline and carriage return included: one value stays on
+#: one line), DEL, C1 (U+0080-U+009F: ``\x9b`` is a CSI on many terminals), lone surrogates, the line
+#: and paragraph separators, and the bidirectional controls (they reorder what the operator reads).
+#: Any producer can put them into an order id, a body key or value, an attribute.
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
+
+
+def safe(text: str) -> str:
+    """``text`` with every unsafe character written as ``\\uXXXX``: the one escape of everything printed.
+
+    The escape is JSON's own, so a ``--json`` line stays valid JSON that decodes to the exact value
+    read from AWS, and a table cell shows the character instead of obeying it. Idempotent: the
+    result is printable ASCII wherever the input was unsafe.
+    """
+    return _UNSAFE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
 
 def timestamp(epoch_seconds: Any) -> str | None:
@@ -36,6 +53,7 @@ def short(value: str | None, width: int) -> str:
     """``value`` cut to ``width`` characters with an ellipsis; ``-`` for nothing."""
     if not value:
         return "-"
+    value = safe(value)  # escaped first, so the cut counts the characters shown
     return value if len(value) <= width else value[: width - 1] + "…"
 
 

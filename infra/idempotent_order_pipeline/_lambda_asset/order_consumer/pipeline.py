@@ -11,41 +11,48 @@ Per record (an SQS record of the Lambda event)::
     invalid message                    -> park in DLQ (INVALID_MESSAGE, ITEM_TOO_LARGE, ...)
     transient failure                  -> report in batchItemFailures; SQS redelivers
 
-Per batch, in three stages:
+Per batch, in stages, one after the other. Each stage is a function that takes records and returns
+what happened to each of them; its calls run on the worker threads:
 
-1. the transactions, one per record, on the worker threads (each record's outcome depends on its
-   own cancellation reasons);
-2. one SNS ``PublishBatch`` per 10 records that need a notification, each followed by the ``sent``
-   marks of the entries SNS accepted (one ``TransactWriteItems``); and the parking of the records
-   that can never succeed (``SendMessageBatch`` when there are several), all on the worker threads.
-   On a standard topic a full PublishBatch of 10 goes out as soon as its 10th transaction is done,
-   while the others still run; on a FIFO topic all wait for the transactions, to keep the order;
-3. the results: a record is acknowledged only once its order is durable and notified and marked,
-   or once it is parked in the DLQ. A refused entry leaves its record pending and reported.
+1. :meth:`OrderPipeline._write`: the transactions, one per record (each record's outcome depends on
+   its own cancellation reasons). Records of a FIFO queue run in order within their message group,
+   and after a failure the rest of the group is not started;
+2. :meth:`OrderPipeline._publish_and_park`: one SNS ``PublishBatch`` per 10 records to notify (on a
+   FIFO topic a message group stays in one call, in record order) and, at the same time, the
+   records that can never succeed to the DLQ (``SendMessageBatch`` when there are several);
+3. :meth:`OrderPipeline._mark`: the ``sent`` mark of each record whose entry SNS accepted, one
+   conditional ``UpdateItem`` each, concurrently;
+4. :meth:`OrderPipeline._results` with :func:`_outcome`, the one place that decides each record's
+   outcome from what the stages returned: a record is acknowledged only once its order is durable
+   and notified and marked, or once it is parked in the DLQ. A refused entry leaves its record pending and
+   reported. A record that follows a failed one in its FIFO group is never acknowledged.
 
-Records of a standard queue are independent. Records of a FIFO queue run in order within their
-message group: after a failure the rest of the group is not started, and a record that follows a
-failed one in its group is never acknowledged.
+Why nothing is lost: the transaction is the one call every recorded order is sure to have made (a
+crash may hit every later receive until the message reaches the DLQ, and the DLQ may be dropped), so
+it writes the record into the pending index too, where the reconciler finds it; SNS accepting the
+entry is the only thing that lets a record be marked, and each mark is conditional on its own record
+(pending, with the notified content), so marks need no transaction between them. The argument, case
+by case: ``docs/reliability.md``.
 
 The invocation ends before its deadline: no record starts with less than ``min_remaining_ms`` of
 invocation time left; the transactions are waited for until ``notify_reserve_ms`` is left and the
-notifications until ``return_margin_ms`` is left. Whatever is unfinished then is reported as a
-failure (O(1) work per record) while its thread runs on; a late result is discarded, and a
-queued call that had not started is never made.
+notifications, parking and marks until ``return_margin_ms`` is left. Whatever is unfinished then is
+reported as a failure (O(1) work per record) while its thread runs on; a late result is never read,
+and a queued call that had not started is never made.
 """
 
 from __future__ import annotations
 
 import enum
-import itertools
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from functools import partial
 from typing import Any, TypeVar
 
+from .contract.batching import MAX_BATCH_ENTRIES
 from .contract.errors import IdempotencyConflictError, PermanentError, TransientError
 from .contract.keys import DEFAULT_IDENTITY_FIELDS
 from .contract.message import OrderMessage, parse_order_message
@@ -74,16 +81,15 @@ DEFAULT_MIN_REMAINING_MS = 3000
 DEFAULT_NOTIFY_RESERVE_MS = 1500
 #: Default time left when the batch stops waiting for anything and returns.
 DEFAULT_RETURN_MARGIN_MS = 500
-#: Records per notification job: one PublishBatch call (SNS's limit is 10 entries).
-NOTIFICATIONS_PER_JOB = 10
 
 SqsRecord = Mapping[str, Any]
-_Job = TypeVar("_Job")
 RemainingTime = Callable[[], int]
+_Value = TypeVar("_Value")
 
 NOT_STARTED = "not started: too little invocation time left"
 NOT_FINISHED = "not finished before the invocation's deadline; SQS redelivers it"
 GROUP_FAILED = "an earlier message of its FIFO group failed; not acknowledged"
+STILL_PENDING = "the sent mark did not apply (still pending)"
 
 
 class Outcome(enum.StrEnum):
@@ -130,10 +136,6 @@ def outcome_counts(results: Iterable[RecordResult]) -> dict[str, int]:
     return counts
 
 
-def _call(job: Callable[[], None]) -> None:
-    job()
-
-
 def _receive_count(record: SqsRecord) -> int:
     try:
         return int(record.get("attributes", {}).get("ApproximateReceiveCount", 0))
@@ -172,36 +174,54 @@ class Deadlines:
         return instant is not None and time.monotonic() >= instant
 
 
-class _Record:
-    """Mutable facts of one started record, so that a failure late in the flow still reports them."""
+class Next(enum.Enum):
+    """What a record needs after its transaction."""
 
-    __slots__ = ("error", "message", "order_written", "outcome", "published", "republish")
+    NOTIFY = "notify"  # its order is recorded and pending: publish, then mark sent
+    SKIP = "skip"  # already notified, or only its order row is left, with this content
+    PARK = "park"  # it can never succeed: park it in the DLQ
+    RETRY = "retry"  # a transient failure: SQS redelivers it
 
-    def __init__(self) -> None:
-        self.message: OrderMessage | None = None
-        self.order_written = False
-        self.published = False
-        self.republish = False
-        self.outcome: Outcome | None = None  # None while a later stage still has to decide
-        self.error: str | None = None
+
+@dataclass(frozen=True)
+class Written:
+    """What the first stage found for one record."""
+
+    next: Next
+    message: OrderMessage | None = None
+    order_written: bool = False
+    republish: bool = False
+    error: str | None = None
+    park: PermanentError | None = None
 
 
 class _Batch:
-    """The state of one batch in flight. Workers write it under ``lock`` until it is ``closed``."""
+    """One batch in flight: its records, its deadlines, and which records started."""
 
     def __init__(self, records: Sequence[SqsRecord], deadlines: Deadlines) -> None:
         self.records = records
         self.deadlines = deadlines
+        self.fifo = str(records[0].get("eventSourceARN", "")).endswith(".fifo")
         self.lock = threading.Lock()
-        self.closed = False
-        self.stopped = False  # a crash: start nothing more
-        self.crash: BaseException | None = None
-        self.state: list[_Record | None] = [None] * len(records)
-        self.to_notify: list[int] = []
-        self.to_park: list[tuple[int, PermanentError]] = []
+        self.started: set[int] = set()
+        self.stopped = False  # a crash, or the batch returned: start nothing more
 
-    def may_start(self) -> bool:
-        return not (self.stopped or self.closed or Deadlines.passed(self.deadlines.start_until))
+    def start(self, index: int) -> bool:
+        """Whether record ``index`` may start now (then it counts as started)."""
+        with self.lock:
+            if self.stopped or Deadlines.passed(self.deadlines.start_until):
+                return False
+            self.started.add(index)
+            return True
+
+    def groups(self) -> list[list[int]]:
+        """Record indexes that run in order, one after the other: a FIFO message group, else one record."""
+        if not self.fifo:
+            return [[index] for index in range(len(self.records))]
+        by_group: dict[str | None, list[int]] = {}
+        for index, record in enumerate(self.records):
+            by_group.setdefault(_message_group(record), []).append(index)
+        return list(by_group.values())
 
 
 class OrderPipeline:
@@ -229,7 +249,7 @@ class OrderPipeline:
         self._return_margin_ms = return_margin_ms
         self._executor_lock = threading.Lock()
         self._executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="order")
-        self._lingering: list[Future[None]] = []
+        self._lingering: list[Future[Any]] = []
 
     def close(self) -> None:
         """Stop the worker threads (a container never needs this; tests that build many pipelines do)."""
@@ -264,116 +284,87 @@ class OrderPipeline:
             return_margin_ms=self._return_margin_ms,
         )
         batch = _Batch(records, deadlines)
-        fifo = str(records[0].get("eventSourceARN", "")).endswith(".fifo")
-        groups: list[list[int]]
-        if fifo:
-            by_group: dict[str | None, list[int]] = {}
-            for index, record in enumerate(records):
-                by_group.setdefault(_message_group(record), []).append(index)
-            groups = list(by_group.values())
-        else:
-            groups = [[index] for index in range(len(records))]
-
         pool = self._pool()
-        # Stage 1: the transactions.
-        self._run(pool, batch, partial(self._first_stage, batch), groups, deadlines.transactions_until, batch.may_start)
-        if batch.crash is not None:
-            raise batch.crash
-        with batch.lock:
-            to_notify, to_park = list(batch.to_notify), list(batch.to_park)
-            batch.to_notify, batch.to_park = [], []
-        # Stage 2: notifications and their marks, and the parking.
-        jobs = [partial(self._notify, batch, job) for job in self._notification_jobs(batch, to_notify)]
-        jobs.extend(partial(self._park, batch, job) for job in self._park_jobs(to_park, fifo))
-        self._run(pool, batch, _call, jobs, deadlines.return_at)
-        with batch.lock:
-            batch.closed = True
-        if batch.crash is not None:
-            raise batch.crash
-        return self._results(batch, groups if fifo else None)
+        try:
+            written = self._write(pool, batch)
+            to_notify = {
+                i: Notification.of(w.message) for i, w in written.items() if w.next is Next.NOTIFY and w.message
+            }
+            to_park = {i: w.park for i, w in written.items() if w.next is Next.PARK and w.park}
+            published, parked = self._publish_and_park(pool, batch, to_notify, to_park)
+            marked = self._mark(pool, batch, {i: to_notify[i] for i, error in published.items() if error is None})
+        finally:
+            with batch.lock:
+                batch.stopped = True
+        return self._results(batch, written, published, parked, marked)
 
-    def _run(
-        self,
-        pool: ThreadPoolExecutor,
-        batch: _Batch,
-        run_one: Callable[[_Job], None],
-        jobs: Sequence[_Job],
-        until: float | None,
-        may_take: Callable[[], bool] | None = None,
-    ) -> None:
-        """``run_one(job)`` for each of ``jobs`` on the pool's threads, each thread taking the next
-        job, until all are done or ``until``.
+    def _gather(self, batch: _Batch, jobs: list[Future[dict[int, _Value]]], until: float | None) -> dict[int, _Value]:
+        """The merged results of the jobs done by ``until``.
 
-        A thread stops taking jobs once ``may_take`` says no (so jobs never taken cost nothing).
-        Jobs not taken by then are never started; jobs still running are left to finish on their
-        own (their late results are discarded by the closed batch).
+        A job not started by then is cancelled (its calls are never made); a job still running is
+        left to finish on its own and its result is never read (the next batch gets a fresh pool).
+        A crash (a BaseException that is not an Exception) in any job stops the batch: the other
+        jobs start no new record, the running ones get until ``until`` to finish, and the crash is
+        re-raised.
         """
-        if not jobs:
-            return
-        order = itertools.count()
-        take = threading.Lock()
-
-        def worker() -> None:
-            while not batch.stopped and not batch.closed and not Deadlines.passed(until):
-                if may_take is not None and not may_take():
-                    return
-                with take:
-                    index = next(order)
-                if index >= len(jobs):
-                    return
-                try:
-                    run_one(jobs[index])
-                except Exception:  # a bug in the orchestration itself: the records stay unacknowledged
-                    logger.exception("unexpected error in a batch job")
-                except BaseException as crash:
-                    with batch.lock:
-                        batch.stopped = True
-                        batch.crash = batch.crash or crash
-                    raise
-
-        futures = [pool.submit(worker) for _ in range(min(self._max_workers, len(jobs)))]
-        timeout = None if until is None else max(0.0, until - time.monotonic())
-        _, not_done = wait(futures, timeout=timeout, return_when=FIRST_EXCEPTION)
-        if not_done and batch.crash is not None:
-            # A crash: the other threads stop after their current job; let them, within the bound.
-            _, not_done = wait(not_done, timeout=None if until is None else max(0.0, until - time.monotonic()))
-        if not_done:
-            # The bound passed with calls in flight: they run on; the next batch gets a fresh pool.
+        pending: set[Future[dict[int, _Value]]] = set(jobs)
+        crash: BaseException | None = None
+        while pending and crash is None and not Deadlines.passed(until):
+            timeout = None if until is None else max(0.0, until - time.monotonic())
+            done, pending = wait(pending, timeout=timeout, return_when=FIRST_EXCEPTION)
+            crash = next((e for e in map(_job_error, done) if e is not None and not isinstance(e, Exception)), None)
+        for job in pending:
+            job.cancel()
+        if crash is not None:
+            with batch.lock:
+                batch.stopped = True
+            running = [job for job in pending if not job.cancelled()]
+            _, pending = wait(running, timeout=None if until is None else max(0.0, until - time.monotonic()))
+        still_running = [job for job in pending if not job.done()]
+        if still_running:
             with self._executor_lock:
-                self._lingering.extend(not_done)
+                self._lingering.extend(still_running)
+        if crash is not None:
+            raise crash
+        results: dict[int, _Value] = {}
+        for job in jobs:
+            if job.done() and not job.cancelled():
+                error = job.exception()
+                if error is None:
+                    results.update(job.result())
+                else:  # a bug in the orchestration itself: the job's records stay unacknowledged
+                    logger.error("unexpected error in a batch job", exc_info=error)
+        return results
 
     # --- stage 1: parse and transaction ------------------------------------------------------------
 
-    def _first_stage(self, batch: _Batch, indexes: Sequence[int]) -> None:
-        """The transactions of one record or one FIFO group, in order; a group stops at a failure."""
-        for index in indexes:
-            if not batch.may_start():
-                return
-            state = _Record()
-            with batch.lock:
-                if batch.closed:
-                    return
-                batch.state[index] = state
-            self._transact(batch, index, state)
-            if state.outcome is Outcome.RETRY:
-                return  # the rest of a FIFO group is not started
+    def _write(self, pool: ThreadPoolExecutor, batch: _Batch) -> dict[int, Written]:
+        """The transaction of every record that starts in time: what each found."""
+        jobs = [pool.submit(self._write_in_order, batch, group) for group in batch.groups()]
+        return self._gather(batch, jobs, batch.deadlines.transactions_until)
 
-    def _transact(self, batch: _Batch, index: int, state: _Record) -> None:
-        """Parse and write one record; its facts are applied under the batch lock unless it closed."""
-        record = batch.records[index]
+    def _write_in_order(self, batch: _Batch, indexes: Sequence[int]) -> dict[int, Written]:
+        """The transactions of one record or one FIFO group, in order; a group stops at a failure."""
+        written: dict[int, Written] = {}
+        for index in indexes:
+            if not batch.start(index):
+                break
+            written[index] = self._write_one(batch.records[index])
+            if written[index].next is Next.RETRY:
+                break  # the rest of a FIFO group is not started
+        return written
+
+    def _write_one(self, record: SqsRecord) -> Written:
+        """Parse and write one record."""
         message: OrderMessage | None = None
-        written = republish = False
-        outcome: Outcome | None = None
-        error: str | None = None
-        park: PermanentError | None = None
         try:
             message = parse_order_message(
                 str(record.get("body", "")), record.get("messageAttributes") or {}, self._identity_fields
             )
             collision = self._store.record(message)
             if collision is None:
-                written = True
-            elif collision.payload_sha256 != message.payload_sha256:
+                return Written(Next.NOTIFY, message, order_written=True)
+            if collision.payload_sha256 != message.payload_sha256:
                 if isinstance(collision, ExistingEvent):
                     raise IdempotencyConflictError(
                         f"event_id {message.event_id!r:.80} is already recorded with another payload"
@@ -382,105 +373,76 @@ class OrderPipeline:
                     f"order_id {message.order_id!r:.80} is already recorded with another payload "
                     f"(by event_id {collision.event_id!r:.80})"
                 )
-            elif isinstance(collision, ExistingEvent) and collision.status != STATUS_SENT:
+            if isinstance(collision, ExistingEvent) and collision.status != STATUS_SENT:
                 # A previous delivery wrote the order but did not get to mark it sent: publish again.
-                republish = True
-            else:
-                outcome = Outcome.DUPLICATE
+                return Written(Next.NOTIFY, message, republish=True)
+            return Written(Next.SKIP, message)
         except PermanentError as exc:
-            error, park = f"{exc.error_code}: {exc}", exc
+            return Written(Next.PARK, message, error=f"{exc.error_code}: {exc}", park=exc)
         except TransientError as exc:
-            error, outcome = f"{type(exc).__name__}: {exc}", Outcome.RETRY
+            return Written(Next.RETRY, message, error=f"{type(exc).__name__}: {exc}")
         except Exception as exc:  # a bug or an unforeseen SDK error: never acknowledge the record
             logger.exception("unexpected error", extra={"message_id": str(record["messageId"])})
-            error, outcome = f"{type(exc).__name__}: {exc}", Outcome.RETRY
-        ready: list[int] = []
-        with batch.lock:
-            if batch.closed:
-                return  # reported as unfinished; whatever was written is redelivered and found again
-            state.message, state.order_written, state.republish = message, written, republish
-            state.outcome, state.error = outcome, error
-            if park is not None:
-                batch.to_park.append((index, park))
-            elif outcome is None:
-                batch.to_notify.append(index)
-                if not self._notifier.fifo and len(batch.to_notify) >= NOTIFICATIONS_PER_JOB:
-                    # A full PublishBatch is ready: send it now, while the other transactions run
-                    # (a standard topic promises no order; a FIFO topic's waits for stage 2).
-                    ready, batch.to_notify = batch.to_notify, []
-        if ready:
-            self._notify(batch, ready)
+            return Written(Next.RETRY, message, error=f"{type(exc).__name__}: {exc}")
 
-    # --- stage 2: notify and mark, park -------------------------------------------------------------
+    # --- stage 2: notify, park ----------------------------------------------------------------------
 
-    def _notification_jobs(self, batch: _Batch, to_notify: list[int]) -> list[list[int]]:
-        """Record indexes per PublishBatch job, in record order; on a FIFO topic a group stays in one job."""
+    def _publish_and_park(
+        self,
+        pool: ThreadPoolExecutor,
+        batch: _Batch,
+        to_notify: Mapping[int, Notification],
+        to_park: Mapping[int, PermanentError],
+    ) -> tuple[dict[int, str | None], dict[int, str | None]]:
+        """Publish the notifications and park the permanent failures, at the same time.
+
+        Returns, per record: None when SNS accepted its notification (SQS took it into the DLQ),
+        else why not; a record absent from the results was not finished in time.
+        """
+        publishing = [pool.submit(self._publish_one_call, batch, call) for call in self._publish_calls(to_notify)]
+        parking = [pool.submit(self._park_one_call, batch, call) for call in self._park_calls(batch, to_park)]
+        until = batch.deadlines.return_at
+        return self._gather(batch, publishing, until), self._gather(batch, parking, until)
+
+    def _publish_calls(self, to_notify: Mapping[int, Notification]) -> list[dict[int, Notification]]:
+        """One PublishBatch's records per item, in record order; on a FIFO topic a group stays in one."""
         indexes = sorted(to_notify)
+        calls: list[list[int]] = []
         if not self._notifier.fifo:
-            return [indexes[i : i + NOTIFICATIONS_PER_JOB] for i in range(0, len(indexes), NOTIFICATIONS_PER_JOB)]
-        by_group: dict[str, list[int]] = {}
-        for index in indexes:
-            message = self._message(batch, index)
-            by_group.setdefault(sns_group_id(message.order_id), []).append(index)
-        jobs: list[list[int]] = [[]]
-        for group in by_group.values():
-            if len(jobs[-1]) >= NOTIFICATIONS_PER_JOB:
-                jobs.append([])
-            jobs[-1].extend(group)
-        return [sorted(job) for job in jobs if job]
+            calls = [indexes[i : i + MAX_BATCH_ENTRIES] for i in range(0, len(indexes), MAX_BATCH_ENTRIES)]
+        else:
+            by_group: dict[str, list[int]] = {}
+            for index in indexes:
+                by_group.setdefault(sns_group_id(to_notify[index].order_id), []).append(index)
+            for group in by_group.values():
+                if not calls or len(calls[-1]) >= MAX_BATCH_ENTRIES:
+                    calls.append([])
+                calls[-1].extend(group)
+        return [{i: to_notify[i] for i in sorted(call)} for call in calls]
+
+    def _publish_one_call(self, batch: _Batch, notifications: Mapping[int, Notification]) -> dict[int, str | None]:
+        """Per record: None when SNS accepted its notification, else why not."""
+        if batch.stopped:
+            return {}
+        results = self._notifier.publish_batch(list(notifications.values()))
+        return {
+            index: None if result.ok else (result.error or "not accepted by SNS")
+            for index, result in zip(notifications, results, strict=True)
+        }
 
     @staticmethod
-    def _message(batch: _Batch, index: int) -> OrderMessage:
-        state = batch.state[index]
-        assert state is not None
-        assert state.message is not None
-        return state.message
+    def _park_calls(batch: _Batch, to_park: Mapping[int, PermanentError]) -> list[dict[int, PermanentError]]:
+        """The parking jobs: all in one on a FIFO queue (order kept), else 10 records per job."""
+        indexes = sorted(to_park)
+        size = max(len(indexes), 1) if batch.fifo else MAX_BATCH_ENTRIES
+        return [{i: to_park[i] for i in indexes[n : n + size]} for n in range(0, len(indexes), size)]
 
-    def _notify(self, batch: _Batch, indexes: list[int]) -> None:
-        """One PublishBatch for these records, then the sent marks of the accepted entries."""
-        notifications = [Notification.of(self._message(batch, index)) for index in indexes]
-        results = self._notifier.publish_batch(notifications)
-        accepted = [i for i, result in enumerate(results) if result.ok]
-        marked = [False] * len(results)
-        mark_error = "the invocation ended before the sent mark"
-        if accepted and not batch.closed:
-            try:
-                flags = self._store.mark_sent_batch([notifications[i] for i in accepted])
-            except TransientError as exc:
-                mark_error = f"{type(exc).__name__}: {exc}"
-            except Exception as exc:  # a bug or an unforeseen SDK error: the records stay unacknowledged
-                logger.exception("unexpected error in the sent marks")
-                mark_error = f"{type(exc).__name__}: {exc}"
-            else:
-                mark_error = "the sent mark did not apply (still pending)"
-                for i, flag in zip(accepted, flags, strict=True):
-                    marked[i] = flag
-        with batch.lock:
-            if batch.closed:
-                return
-            for i, (index, result) in enumerate(zip(indexes, results, strict=True)):
-                state = batch.state[index]
-                assert state is not None
-                state.published = result.ok
-                if marked[i]:
-                    state.outcome = Outcome.REPUBLISHED if state.republish else Outcome.RECORDED
-                else:
-                    state.outcome = Outcome.RETRY
-                    state.error = (result.error or mark_error)[:1000]
-
-    @staticmethod
-    def _park_jobs(to_park: list[tuple[int, PermanentError]], fifo: bool) -> list[list[tuple[int, PermanentError]]]:
-        """Parking jobs: all in one on a FIFO queue (order kept), else 10 records per job."""
-        parked = sorted(to_park, key=lambda item: item[0])
-        if not parked:
-            return []
-        if fifo:
-            return [parked]
-        return [parked[i : i + 10] for i in range(0, len(parked), 10)]
-
-    def _park(self, batch: _Batch, items: list[tuple[int, PermanentError]]) -> None:
+    def _park_one_call(self, batch: _Batch, errors: Mapping[int, PermanentError]) -> dict[int, str | None]:
+        """Per record: None when SQS took it into the DLQ, else why not."""
+        if batch.stopped:
+            return {}
         requests = []
-        for index, error in items:
+        for index, error in errors.items():
             record = batch.records[index]
             requests.append(
                 ParkRequest(
@@ -491,81 +453,126 @@ class OrderPipeline:
                     message_group_id=_message_group(record),
                 )
             )
-        failures = self._dead_letters.park_batch(requests)
-        with batch.lock:
-            if batch.closed:
-                return
-            for (index, error), failure in zip(items, failures, strict=True):
-                state = batch.state[index]
-                assert state is not None
-                if failure is not None:
-                    state.outcome = Outcome.RETRY
-                    state.error = f"{state.error}; {failure}"[:1000]
-                else:
-                    state.outcome = Outcome.CONFLICT if isinstance(error, IdempotencyConflictError) else Outcome.INVALID
+        return dict(zip(errors, self._dead_letters.park_batch(requests), strict=True))
 
-    # --- stage 3: results --------------------------------------------------------------------------
+    # --- stage 3: mark sent ---------------------------------------------------------------------------
 
-    def _results(self, batch: _Batch, fifo_groups: list[list[int]] | None) -> list[RecordResult]:
+    def _mark(
+        self, pool: ThreadPoolExecutor, batch: _Batch, accepted: Mapping[int, Notification]
+    ) -> dict[int, str | None]:
+        """The sent marks of the records SNS accepted, one conditional write each, concurrently.
+
+        Returns, per record: None when it is marked (or was already), else why it is still pending;
+        a record absent from the results was not finished in time.
+        """
+        jobs = [pool.submit(self._mark_one, batch, index, accepted[index]) for index in sorted(accepted)]
+        return self._gather(batch, jobs, batch.deadlines.return_at)
+
+    def _mark_one(self, batch: _Batch, index: int, notification: Notification) -> dict[int, str | None]:
+        if batch.stopped:
+            return {}
+        try:
+            return {index: None if self._store.mark_sent(notification) else STILL_PENDING}
+        except TransientError as exc:
+            return {index: f"{type(exc).__name__}: {exc}"}
+        except Exception as exc:  # a bug or an unforeseen SDK error: the record stays unacknowledged
+            logger.exception("unexpected error in a sent mark", extra={"event_id": notification.event_id})
+            return {index: f"{type(exc).__name__}: {exc}"}
+
+    # --- stage 4: the outcomes ----------------------------------------------------------------------
+
+    def _results(
+        self,
+        batch: _Batch,
+        written: Mapping[int, Written],
+        published: Mapping[int, str | None],
+        parked: Mapping[int, str | None],
+        marked: Mapping[int, str | None],
+    ) -> list[RecordResult]:
+        """Every record's outcome, in record order, decided here and only here; then the log lines."""
         results: list[RecordResult] = []
+        failed_groups: set[str | None] = set()
         for index, record in enumerate(batch.records):
-            state = batch.state[index]
-            if state is None:
-                results.append(
-                    RecordResult(message_id=str(record["messageId"]), outcome=Outcome.RETRY, error=NOT_STARTED)
-                )
-                continue
-            message = state.message
+            facts = written.get(index)
+            message = facts.message if facts else None
+            outcome, error = _outcome(index, index in batch.started, facts, published, parked, marked)
+            group = _message_group(record) if batch.fifo else None
+            if batch.fifo and group in failed_groups and (outcome is not Outcome.RETRY or index not in batch.started):
+                outcome, error = Outcome.RETRY, GROUP_FAILED  # SQS must deliver the group's messages in order
+            if batch.fifo and outcome is Outcome.RETRY:
+                failed_groups.add(group)
             results.append(
                 RecordResult(
                     message_id=str(record["messageId"]),
-                    outcome=state.outcome or Outcome.RETRY,
+                    outcome=outcome,
                     event_id=message.event_id if message else None,
                     order_id=message.order_id if message else None,
-                    order_written=state.order_written,
-                    published=state.published,
-                    error=state.error if state.outcome is not None else NOT_FINISHED,
+                    order_written=bool(facts and facts.order_written),
+                    published=index in published and published[index] is None,
+                    error=error[:1000] if error else None,
                 )
             )
-        if fifo_groups is not None:
-            for group in fifo_groups:
-                failed = False
-                for index in group:
-                    if failed and (not results[index].failed or batch.state[index] is None):
-                        result = results[index]
-                        results[index] = RecordResult(
-                            message_id=result.message_id,
-                            outcome=Outcome.RETRY,
-                            event_id=result.event_id,
-                            order_id=result.order_id,
-                            order_written=result.order_written,
-                            published=result.published,
-                            error=GROUP_FAILED,
-                        )
-                    failed = failed or results[index].failed
-        not_started = 0
-        for index, result in enumerate(results):
-            if batch.state[index] is not None:
-                self._log(result, batch.records[index])
-            else:
-                not_started += 1  # one summary line for these: O(1) work per record
-        if not_started:
-            logger.warning(
-                "order messages not started",
-                extra={"not_started": not_started, "records": len(batch.records)},
-            )
+        _log(batch, results)
         return results
 
-    @staticmethod
-    def _log(result: RecordResult, record: SqsRecord) -> None:
-        fields = {
-            "message_id": result.message_id,
-            "event_id": result.event_id,
-            "order_id": result.order_id,
-            "outcome": result.outcome.value,
-            "receive_count": _receive_count(record),
-        }
-        if result.error:
-            logger.warning("order message not processed", extra={**fields, "error": result.error[:500]})
-        else:
-            logger.info("order message processed", extra=fields)
+
+def _job_error(job: Future[Any]) -> BaseException | None:
+    return None if job.cancelled() else job.exception()
+
+
+def _outcome(
+    index: int,
+    started: bool,
+    facts: Written | None,
+    published: Mapping[int, str | None],
+    parked: Mapping[int, str | None],
+    marked: Mapping[int, str | None],
+) -> tuple[Outcome, str | None]:
+    """One record's outcome and error from what each stage returned for it (absent: not finished)."""
+    if facts is None:
+        return Outcome.RETRY, NOT_FINISHED if started else NOT_STARTED
+    if facts.next is Next.SKIP:
+        return Outcome.DUPLICATE, None
+    if facts.next is Next.RETRY:
+        return Outcome.RETRY, facts.error
+    if facts.next is Next.PARK:
+        if index not in parked:
+            return Outcome.RETRY, NOT_FINISHED
+        if parked[index] is not None:
+            return Outcome.RETRY, f"{facts.error}; {parked[index]}"
+        return (Outcome.CONFLICT if isinstance(facts.park, IdempotencyConflictError) else Outcome.INVALID), facts.error
+    for stage in (published, marked):  # Next.NOTIFY: published, then marked
+        if index not in stage:
+            return Outcome.RETRY, NOT_FINISHED
+        if stage[index] is not None:
+            return Outcome.RETRY, stage[index]
+    return (Outcome.REPUBLISHED if facts.republish else Outcome.RECORDED), None
+
+
+def _log(batch: _Batch, results: Sequence[RecordResult]) -> None:
+    """One line per batch, and one per started record that failed or was parked (why, for the operator).
+
+    Records that never started are only counted (O(1) work per record when the deadline comes).
+    """
+    for index, result in enumerate(results):
+        if result.error and index in batch.started:
+            logger.warning(
+                "order message not processed" if result.failed else "order message parked",
+                extra={
+                    "message_id": result.message_id,
+                    "event_id": result.event_id,
+                    "order_id": result.order_id,
+                    "outcome": result.outcome.value,
+                    "receive_count": _receive_count(batch.records[index]),
+                    "error": result.error[:500],
+                },
+            )
+    outcomes = Counter(result.outcome.value for result in results)
+    logger.info(
+        "order batch processed",
+        extra={
+            "records": len(results),
+            "outcomes": dict(sorted(outcomes.items())),
+            "not_started": len(results) - len(batch.started),
+        },
+    )

@@ -15,10 +15,10 @@ come back in the cancellation reasons, so the duplicate path needs no extra read
 could be eventually consistent). Only the ``ConditionalCheckFailed`` code means "exists"; every
 other cancellation code is transient or a validation failure, never a duplicate.
 
-The ``sent`` marks of a batch go in one ``TransactWriteItems`` of conditional updates (up to 100);
-if it is cancelled, its cancellation reasons say which records were no longer pending, and the
-others are retried in one second call: at most two calls per 100 marks. The condition is kept, so
-a mark only ever moves a pending record of the notified content to ``sent``.
+Each ``sent`` mark is one conditional ``UpdateItem``: 1 write unit (a mark inside a
+``TransactWriteItems`` costs 2). Marks need no atomicity with each other: each is conditional on
+its own record, so a mark only ever moves a pending record of the notified content to ``sent``,
+and a failed one leaves that record alone (still pending: redelivered, or found by the reconciler).
 """
 
 from __future__ import annotations
@@ -39,7 +39,6 @@ from .notifier import Notification
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
-    from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
 
 # --- Conditions (named, so that a reader sees the invariant each one protects) -------------------
 # First delivery of this event: no state record under its key yet.
@@ -51,13 +50,13 @@ ORDER_IS_NEW = "attribute_not_exists(order_id)"
 EVENT_IS_PENDING_WITH_THIS_CONTENT = "#status = :pending AND payload_sha256 = :sha"
 # The sent mark: status, sent time and expiry set, the record leaves the pending index.
 MARK_SENT = f"SET #status = :sent, sent_at = :now, #ttl = :ttl REMOVE {PENDING_SHARD_ATTRIBUTE}"
-#: TransactWriteItems' limit of items per call.
-MAX_TRANSACTION_ITEMS = 100
 
 # Cancellation reason codes (TransactWriteItems), per item.
 _NO_FAILURE = "None"
 _EXISTS = "ConditionalCheckFailed"
 _INVALID = "ValidationError"
+# The ClientError code of a conditional write whose condition failed (outside a transaction).
+_CONDITION_FAILED = "ConditionalCheckFailedException"
 # ClientError codes that mean the request was invalid and will always be.
 _VALIDATION_ERRORS = frozenset({"ValidationException", "SerializationException"})
 
@@ -194,83 +193,61 @@ class OrderStore:
             )
         raise StoreUnavailableError(f"order transaction cancelled without a reason: {codes}") from exc
 
-    def mark_sent_batch(self, notifications: Sequence[Notification]) -> list[bool]:
-        """Mark each notified record ``sent`` (``ttl`` set, ``pending_shard`` removed); call only after SNS
-        accepted the notifications.
+    def mark_sent(self, notification: Notification) -> bool:
+        """Mark one notified record ``sent`` (``ttl`` set, ``pending_shard`` removed): one conditional
+        ``UpdateItem``. Call only after SNS accepted the notification.
 
         Returns:
-            One flag per input, in order: True when this call marked the record or it was not
-            pending any more (already sent by another delivery, or gone); False when it is still
-            pending (a transient cancellation twice, or another content under the key).
+            True when this call marked the record or it was not pending any more (already sent by
+            another delivery, or gone); False when it is pending with another content.
 
         Raises:
-            StoreUnavailableError: the first call itself failed; nothing is known to be marked.
+            StoreUnavailableError: the call failed; the record is still pending.
+            RejectedByStoreError: DynamoDB refused the request.
         """
-        flags: dict[tuple[str, str], bool] = {}
-        keys = list(dict.fromkeys((n.event_id, n.payload_sha256) for n in notifications))
-        for start in range(0, len(keys), MAX_TRANSACTION_ITEMS):
-            flags.update(self._mark_chunk(keys[start : start + MAX_TRANSACTION_ITEMS]))
-        return [flags.get((n.event_id, n.payload_sha256), False) for n in notifications]
-
-    def _mark_chunk(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], bool]:
-        """At most two calls: the transaction, then once more for those cancelled only by the others."""
-        flags: dict[tuple[str, str], bool] = {}
-        # One update per event id (a transaction may touch an item once); a second content under
-        # the same key cannot be the recorded one, so it stays unmarked.
-        todo: list[tuple[str, str]] = []
-        seen: set[str] = set()
-        for key in keys:
-            if key[0] not in seen:
-                seen.add(key[0])
-                todo.append(key)
-        for attempt in range(2):
-            try:
-                self._client.transact_write_items(TransactItems=[self._mark_item(*key) for key in todo])
-            except ClientError as exc:
-                if exc.response.get("Error", {}).get("Code") != "TransactionCanceledException":
-                    if attempt == 0:
-                        raise _translate(exc, "the sent marks") from exc
-                    break
-                retry = []
-                reasons = list(exc.response.get("CancellationReasons", []))
-                if len(reasons) != len(todo):
-                    reasons = [{}] * len(todo)  # no per-item reasons: retry them all
-                for key, reason in zip(todo, reasons, strict=True):
-                    code = reason.get("Code", _NO_FAILURE)
-                    if code == _EXISTS:  # no longer pending with this content: sent, gone or other content
-                        flags[key] = _value(reason.get("Item") or {}, "payload_sha256") in (None, key[1])
-                    else:
-                        retry.append(key)  # cancelled by another item, or a transient reason
-                todo = retry
-                if not todo:
-                    break
-                continue
-            except BotoCoreError as exc:
-                if attempt == 0:
-                    raise StoreUnavailableError(f"DynamoDB unreachable: {exc}") from exc
-                break
-            flags.update(dict.fromkeys(todo, True))
-            todo = []
-            break
-        flags.update(dict.fromkeys(todo, False))
-        return flags
-
-    def _mark_item(self, event_id: str, sha: str) -> TransactWriteItemTypeDef:
         now = int(self._clock())
-        return {
-            "Update": {
-                "TableName": self._events_table,
-                "Key": {"event_id": {"S": event_id}},
-                "UpdateExpression": MARK_SENT,
-                "ConditionExpression": EVENT_IS_PENDING_WITH_THIS_CONTENT,
-                "ExpressionAttributeNames": {"#status": "status", "#ttl": "ttl"},
-                "ExpressionAttributeValues": {
+        try:
+            self._client.update_item(
+                TableName=self._events_table,
+                Key={"event_id": {"S": notification.event_id}},
+                UpdateExpression=MARK_SENT,
+                ConditionExpression=EVENT_IS_PENDING_WITH_THIS_CONTENT,
+                ExpressionAttributeNames={"#status": "status", "#ttl": "ttl"},
+                ExpressionAttributeValues={
                     ":sent": {"S": STATUS_SENT},
                     ":pending": {"S": STATUS_PENDING},
-                    ":sha": {"S": sha},
+                    ":sha": {"S": notification.payload_sha256},
                     ":now": {"N": str(now)},
                     ":ttl": {"N": str(now + self._ttl_seconds)},
                 },
-                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-            }
-        }
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == _CONDITION_FAILED:
+                # No longer pending with this content: sent by another delivery, gone, or another content.
+                existing: Mapping[str, Any] = exc.response.get("Item") or {}  # type: ignore[assignment]
+                return _value(existing, "payload_sha256") in (None, notification.payload_sha256)
+            raise _translate(exc, "the sent mark") from exc
+        except BotoCoreError as exc:
+            raise StoreUnavailableError(f"DynamoDB unreachable: {exc}") from exc
+        return True
+
+    def mark_sent_batch(self, notifications: Sequence[Notification]) -> list[bool]:
+        """:meth:`mark_sent` for each notification, one call after the other (for the reconciler).
+
+        Returns:
+            One flag per input, in order, as :meth:`mark_sent`'s; False also for a mark whose call
+            failed after the first.
+
+        Raises:
+            StoreUnavailableError: the first call failed; the others are not tried (nothing is marked).
+        """
+        flags: list[bool] = []
+        for position, notification in enumerate(notifications):
+            try:
+                flags.append(self.mark_sent(notification))
+            except StoreUnavailableError:
+                if position == 0:
+                    raise
+                flags.append(False)
+        return flags

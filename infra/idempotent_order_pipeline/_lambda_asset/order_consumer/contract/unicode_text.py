@@ -1,4 +1,4 @@
-"""Unicode checks: text that has a UTF-8 form, and ids SNS and SQS can carry as attribute values."""
+"""Unicode checks: text that has a UTF-8 form, and ids without control characters that SNS and SQS can carry."""
 
 from __future__ import annotations
 
@@ -27,16 +27,21 @@ def check_text(text: str, what: str) -> str:
     return text
 
 
+#: Control characters: C0 (tab, newline and carriage return too), DEL, C1 U+0080-U+009F.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
 def check_identifier(text: str, what: str) -> str:
-    """``text``, or :class:`InvalidTextError` when it could not travel as an SNS attribute value."""
+    """``text``, or :class:`InvalidTextError` when it holds a control character or one SNS refuses."""
     check_text(text, what)
     # ``event_id`` and ``order_id`` travel as SNS message attributes, so an id with a character SNS
-    # refuses could be recorded but never notified.
-    match = NOT_SQS_TEXT.search(text)
+    # refuses could be recorded but never notified; and operators read ids in tables and terminals,
+    # where a control character moves the cursor, rewrites a line or starts a sequence (\x9b is a CSI).
+    match = _CONTROL.search(text) or NOT_SQS_TEXT.search(text)
     if match is not None:
         raise InvalidTextError(
-            f"{what} has the character {match.group()!a} at position {match.start()}, which SNS and SQS "
-            "refuse in a message attribute (the id is one): allowed tab, newline, carriage return and "
-            "U+0020 upwards"
+            f"{what} has the character {match.group()!a} at position {match.start()}, which an id may not "
+            "hold (a control character, or one SNS and SQS refuse in the message attribute the id travels "
+            "as): allowed U+0020-U+007E and U+00A0 upwards, without U+FFFE, U+FFFF and surrogates"
         )
     return text

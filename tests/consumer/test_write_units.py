@@ -1,0 +1,54 @@
+"""What one order costs in DynamoDB writes, counted from the calls the handler really makes.
+
+The billing rules are the benchmark's (:mod:`bench.units`: 1 write unit per started KB for a
+single write, 2 inside a transaction), plus the sparse ``pending-by-age`` index: a global secondary
+index is written (1 unit, keys only) when an item gains the index key and again when it loses it.
+moto's ConsumedCapacity is a constant, so the units are counted from the requests instead.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench.units import item_size, write_units
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_index import PENDING_SHARD_ATTRIBUTE
+from tests.consumer.harness import World, sqs_record
+
+
+def table_and_index_units(world: World) -> tuple[float, float]:
+    """Write units of every DynamoDB request the handler made: (table, pending index)."""
+    table = index = 0.0
+    for request in world.board.requests.get("transact_write_items", []):
+        for entry in request["TransactItems"]:
+            ((kind, write),) = entry.items()
+            assert kind == "Put", f"an unexpected transactional {kind}"
+            table += write_units(item_size(write["Item"]), transactional=True)
+            index += PENDING_SHARD_ATTRIBUTE in write["Item"]  # the item enters the index (every call here succeeds)
+    stored = raw_event_records(world)
+    for update in world.board.requests.get("update_item", []):
+        after = stored[update["Key"]["event_id"]["S"]]
+        # billed on the larger of the item before and after: before, it had the shard and no sent_at/ttl
+        before_bound = item_size(after) + len(PENDING_SHARD_ATTRIBUTE) + 2
+        table += write_units(max(item_size(after), before_bound))
+        index += f"REMOVE {PENDING_SHARD_ATTRIBUTE}" in update["UpdateExpression"]  # it leaves the index
+    assert set(world.board.calls) <= {"transact_write_items", "update_item", "publish_batch"}
+    return table, index
+
+
+def raw_event_records(world: World) -> dict[str, dict[str, Any]]:
+    items = world.dynamodb.scan(TableName=world.events_table, ConsistentRead=True)["Items"]
+    return {item["event_id"]["S"]: item for item in items}
+
+
+def test_a_new_order_costs_five_table_write_units_and_two_index_writes(world: World) -> None:
+    # GIVEN ten new orders
+    records = [sqs_record({"order_id": f"o-{i}", "event_id": f"evt-{i}", "amount": i}) for i in range(10)]
+    # WHEN delivered in one batch
+    assert world.invoke(records) == {"batchItemFailures": []}
+    # THEN each order cost: its transaction (2 items x 2 units), its sent mark (one conditional
+    # UpdateItem, 1 unit), and the pending index's entry written and removed (2 units)
+    table, index = table_and_index_units(world)
+    assert (table / len(records), index / len(records)) == (5.0, 2.0)
+    # AND every record is sent and out of the index
+    assert all(r["status"]["S"] == "sent" for r in raw_event_records(world).values())
+    assert not any(PENDING_SHARD_ATTRIBUTE in r for r in raw_event_records(world).values())

@@ -1,0 +1,75 @@
+"""Python packages install only from hashed locks: every package of each closure pinned, every file checked.
+
+``requirements*.txt`` name the top-level pins; ``make lock`` (pip-tools' ``pip-compile
+--generate-hashes``) writes ``requirements*.lock`` from them, and the Makefile installs each
+virtualenv from its lock with ``pip install --require-hashes``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+#: Each virtualenv the Makefile makes: its top-level pins and its lock.
+LOCKS = {
+    "requirements-dev.txt": "requirements-dev.lock",
+    "requirements-checkov.txt": "requirements-checkov.lock",
+    "requirements-parliament.txt": "requirements-parliament.lock",
+}
+PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?==([^\s;\\]+)")
+
+
+def normalized(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def top_level_pins(path: Path) -> dict[str, str]:
+    """The ``name==version`` lines of a requirements file and of the files it includes (``-r``)."""
+    pins: dict[str, str] = {}
+    for line in path.read_text().splitlines():
+        if line.startswith("-r "):
+            pins |= top_level_pins(path.parent / line.split(maxsplit=1)[1])
+        elif match := PIN.match(line):
+            pins[normalized(match[1])] = match[2]
+    return pins
+
+
+def locked(path: Path) -> dict[str, list[str]]:
+    """Each package of a lock: its version, then its hashes."""
+    entries: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in path.read_text().splitlines():
+        if match := PIN.match(line):
+            current = entries.setdefault(normalized(match[1]), [match[2]])
+        elif current is not None and (hashed := re.search(r"--hash=sha256:([0-9a-f]{64})", line)):
+            current.append(hashed[1])
+    return entries
+
+
+@pytest.mark.parametrize("requirements", sorted(LOCKS))
+def test_the_lock_pins_every_top_level_requirement_at_its_version_with_hashes(requirements: str) -> None:
+    # GIVEN a requirements file and its lock
+    pins = top_level_pins(REPO / requirements)
+    lock = locked(REPO / LOCKS[requirements])
+    # THEN every top-level pin is in the lock at the same version, and every package of the lock
+    # carries at least one sha256 hash
+    assert pins
+    assert {name: lock.get(name, ["missing"])[0] for name in pins} == pins
+    assert [name for name, (_version, *hashes) in lock.items() if not hashes] == []
+    # AND the lock names no index or local path (it must install the same anywhere)
+    text = (REPO / LOCKS[requirements]).read_text()
+    assert not re.search(r"^--(extra-)?index-url|^--find-links|file://|/tmp/", text, re.M)
+
+
+def test_the_makefile_installs_every_virtualenv_from_its_lock_with_require_hashes() -> None:
+    # GIVEN the Makefile's pip installs
+    makefile = (REPO / "Makefile").read_text()
+    installs = [line for line in makefile.splitlines() if "PIP_INSTALL)" in line or "pip install" in line]
+    requirement_installs = [line for line in installs if " -r " in line]
+    # THEN each lock is installed with --require-hashes, and no requirements*.txt is installed directly
+    for lock in LOCKS.values():
+        assert [line for line in requirement_installs if f"-r {lock}" in line and "--require-hashes" in line], lock
+    assert [line for line in requirement_installs if ".txt" in line] == []
