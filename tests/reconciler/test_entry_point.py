@@ -17,11 +17,8 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.contract.metric_name
     OLDEST_PENDING_AGE_SECONDS,
     PENDING_RECONCILED,
 )
-from idempotent_order_pipeline._lambda_asset.order_consumer.reconciler import (
-    RECONCILE_AFTER_VARIABLE,
-    ReconcilerClients,
-    reconcile_after_seconds,
-)
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.names import RECONCILE_AFTER_VARIABLE
+from idempotent_order_pipeline._lambda_asset.order_consumer.reconciler import ReconcilerClients, reconcile_after_seconds
 from tests.consumer.harness import client_error
 from tests.reconciler.harness import ArmedFault, FakeContext, ReconcilerWorld, order
 

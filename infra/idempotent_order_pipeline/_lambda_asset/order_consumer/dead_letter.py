@@ -10,10 +10,8 @@ from typing import TYPE_CHECKING, Any, cast
 from botocore.exceptions import BotoCoreError, ClientError
 
 from .contract.batching import (
-    MAX_BATCH_BYTES,
-    MAX_BATCH_ENTRIES,
     MAX_MESSAGE_ATTRIBUTES,
-    constrained_batches,
+    batch_calls,
     message_bytes,
     send_attribute,
     sqs_text,
@@ -148,12 +146,8 @@ class DeadLetterQueue:
             )
             for index, request in enumerate(requests)
         ]
-        for chunk in constrained_batches(
-            entries,
-            MAX_BATCH_BYTES,
-            MAX_BATCH_ENTRIES,
-            get_len=lambda pair: message_bytes(pair[1]["MessageBody"], pair[1].get("MessageAttributes")),
-            strict=False,
+        for chunk in batch_calls(
+            entries, get_len=lambda pair: message_bytes(pair[1]["MessageBody"], pair[1].get("MessageAttributes"))
         ):
             for position, (_, entry) in enumerate(chunk):
                 entry["Id"] = str(position)  # unique within the call

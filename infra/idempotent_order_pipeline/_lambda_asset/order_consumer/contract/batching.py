@@ -1,8 +1,8 @@
 """SQS and SNS batch limits, message sizes, and the one chunking rule every batch call uses.
 
 The consumer's notifier (SNS ``PublishBatch``) and parking (SQS ``SendMessageBatch``), the producer
-and the CLI's redrive all split their entries the same way: consecutive chunks of at most
-:data:`MAX_BATCH_ENTRIES` entries and :data:`MAX_BATCH_BYTES` bytes, counted by
+and the CLI's redrive all split their entries the same way (:func:`batch_calls`): consecutive chunks
+of at most :data:`MAX_BATCH_ENTRIES` entries and :data:`MAX_BATCH_BYTES` bytes, counted by
 :func:`message_bytes`. An entry larger than the byte limit on its own goes alone and the service
 decides, so the caller reports the service's answer for it instead of dropping it silently.
 
@@ -121,3 +121,13 @@ def constrained_batches(
         batch_size += item_size
     if batch:
         yield batch
+
+
+def batch_calls(items: Iterable[T], get_len: Callable[[T], int]) -> Iterator[list[T]]:
+    """Chunks of ``items`` for one ``SendMessageBatch`` or ``PublishBatch`` call each.
+
+    At most :data:`MAX_BATCH_ENTRIES` items and :data:`MAX_BATCH_BYTES` (``get_len``: an item's
+    :func:`message_bytes`) per chunk; an item over the byte limit goes alone, so the service's
+    answer, not a silent drop, is its result.
+    """
+    return constrained_batches(items, MAX_BATCH_BYTES, MAX_BATCH_ENTRIES, get_len=get_len, strict=False)
