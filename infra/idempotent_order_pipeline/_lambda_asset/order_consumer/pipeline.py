@@ -55,7 +55,7 @@ from typing import Any, TypeVar
 
 from .budget import DEFAULT_CAPACITY_BYTES, ByteBudget
 from .contract.batching import MAX_BATCH_ENTRIES
-from .contract.errors import IdempotencyConflictError, OutOfTimeError, PermanentError, TransientError
+from .contract.errors import IdempotencyConflictError, PermanentError, TransientError
 from .contract.keys import DEFAULT_IDENTITY_FIELDS
 from .contract.message import OrderMessage, parse_order_message
 from .contract.metric_names import (
@@ -73,7 +73,7 @@ from .contract.sns_ids import sns_group_id
 from .dead_letter import DeadLetterQueue, ParkRequest
 from .notifier import Notification, Notifier
 from .observability import logger
-from .store import Collision, ExistingEvent, ExistingOrder, OrderStore
+from .store import ExistingEvent, ExistingOrder, OrderStore
 
 #: Default worker threads: one per record of a default batch (10).
 DEFAULT_MAX_WORKERS = 10
@@ -362,7 +362,18 @@ class OrderPipeline:
         """Parse and write one record."""
         message: OrderMessage | None = None
         try:
-            message, collision = self._parse_and_record(record, start_until)
+            # Within the byte budget from parsing to the end of the transaction (order_consumer.budget);
+            # the message keeps its ids only once its row is written.
+            body = str(record.get("body", ""))
+            share = self._budget.share(len(body))
+            if not self._budget.acquire(share, start_until):
+                raise TransientError("not started: the batch's parsing budget was held until its last start")
+            try:
+                message = parse_order_message(body, record.get("messageAttributes") or {}, self._identity_fields)
+                collision = self._store.record(message)
+            finally:
+                self._budget.release(share)
+            message = message.without_item()
             if collision is None:
                 return Written(Next.NOTIFY, message, order_written=True)
             if collision.payload_sha256 != message.payload_sha256:
@@ -393,23 +404,6 @@ class OrderPipeline:
         except Exception as exc:  # a bug or an unforeseen SDK error: never acknowledge the record
             logger.exception("unexpected error", extra={"message_id": str(record["messageId"])})
             return Written(Next.RETRY, message, error=f"{type(exc).__name__}: {exc}")
-
-    def _parse_and_record(self, record: SqsRecord, start_until: float | None) -> tuple[OrderMessage, Collision | None]:
-        """Parse and write one record within the byte budget; the message comes back without its row.
-
-        Raises:
-            OutOfTimeError: the budget did not free up before the batch's last start.
-        """
-        body = str(record.get("body", ""))
-        share = self._budget.share(len(body))
-        if not self._budget.acquire(share, start_until):
-            raise OutOfTimeError("not started: the batch's parsing budget was held until its last start")
-        try:
-            message = parse_order_message(body, record.get("messageAttributes") or {}, self._identity_fields)
-            collision = self._store.record(message)
-        finally:
-            self._budget.release(share)
-        return message.without_item(), collision
 
     # --- stage 2: notify, park ----------------------------------------------------------------------
 
