@@ -180,6 +180,10 @@ class IdempotentOrderPipeline(Construct):
         ``max_batching_window``, AWS's advice for SQS event sources).
     :param retention_period: how long the queue keeps a message, less than the dead-letter queue's
         fixed 14 days. Default: 4 days.
+    :param max_message_size: the queue's maximum message size in bytes (body and attributes, as SQS
+        counts them), from 1024 to 262144. Default: 262144 (256 KiB, the largest message the consumer is
+        built and tested for). The dead-letter queue's is fixed at 1 MiB, so every message the queue
+        accepts can be parked whole with its reason.
     :param record_retention: how long an idempotency record lives after its notification was sent
         (``RECORD_TTL_SECONDS``: the ``sent`` mark sets ``ttl``; a ``pending`` record never expires);
         must exceed ``retention_period`` + 14 days, so a record outlives every copy of its message.
@@ -313,6 +317,7 @@ class IdempotentOrderPipeline(Construct):
         visibility_timeout: Duration | None = DEFAULTS.visibility_timeout,
         retention_period: Duration = DEFAULTS.retention_period,
         record_retention: Duration = DEFAULTS.record_retention,
+        max_message_size: int = DEFAULTS.max_message_size,
         identity_fields: Sequence[str] = DEFAULTS.identity_fields,
         service_name: str | None = DEFAULTS.service_name,
         metrics_namespace: str = DEFAULTS.metrics_namespace,
@@ -386,7 +391,8 @@ class IdempotentOrderPipeline(Construct):
             self.alarm_factory, watched, oldest_message_age_threshold=props.oldest_message_age_threshold
         )
         self.reconciliation: reconciliation.Reconciliation | None = self._create_reconciliation()
-        """The scheduled reconciler (function, rule, ``pending_too_old`` alarm); None with ``reconcile_every=None``."""
+        """The scheduled reconciler (function, rule, ``pending_too_old`` and ``reconciler_errors`` alarms); None
+        with ``reconcile_every=None``."""
         self.alarms: Mapping[str, aws_cloudwatch.Alarm] = MappingProxyType(self.alarm_factory.alarms)
         """Every alarm, by key (``dead_letter_queue_not_empty``, ``conflicts``, ...), less those turned off."""
         self.alarm_definitions: Mapping[str, monitoring.AlarmDefinition] = MappingProxyType(

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.errors import (
     ConfigurationError,
-    DeadLetterSendError,
     IdempotencyConflictError,
     IdempotencyKeyMismatchError,
     InvalidMessageError,
@@ -16,10 +15,8 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.contract.errors impo
     InvalidTextError,
     ItemTooLargeError,
     MissingIdentityFieldError,
-    NotificationFailedError,
     OrderPipelineError,
     OrderSendError,
-    OutOfTimeError,
     PermanentError,
     RejectedByStoreError,
     StoreUnavailableError,
@@ -29,7 +26,6 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.contract.errors impo
 
 __all__ = [
     "ConfigurationError",
-    "DeadLetterSendError",
     "IdempotencyConflictError",
     "IdempotencyKeyMismatchError",
     "InvalidMessageError",
@@ -37,10 +33,8 @@ __all__ = [
     "InvalidTextError",
     "ItemTooLargeError",
     "MissingIdentityFieldError",
-    "NotificationFailedError",
     "OrderPipelineError",
     "OrderSendError",
-    "OutOfTimeError",
     "PermanentError",
     "RejectedByStoreError",
     "StoreUnavailableError",

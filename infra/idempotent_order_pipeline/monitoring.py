@@ -9,8 +9,11 @@ Two kinds of alarm:
   and never deleted) fire after ``alarm_evaluation_periods`` consecutive breaching periods (1
   minute; 5 for polled and never deleted), since SQS retries absorb a blip.
 
-Missing data is not breaching: no traffic is not an incident. What to do when each fires is in
-``docs/operations.md`` ("Runbook: when an alarm fires"), one row per key of :data:`ALARM_KEYS`.
+Missing data is not breaching: no traffic is not an incident. The one exception is the
+reconciler's ``pending_too_old``: its metric is emitted by every run that could read the index, so
+its absence means the reconciler stopped reporting (killed, failing to read, or not scheduled).
+What to do when each fires is in ``docs/operations.md`` ("Runbook: when an alarm fires"), one row
+per key of :data:`ALARM_KEYS`.
 
 Every alarm is made by :class:`AlarmFactory`, after cdk-monitoring-constructs' ``AlarmFactory``:
 a stable name (``<alarm_name_prefix>-<key>``), a description saying what the alarm means and
@@ -47,6 +50,7 @@ ALARM_KEYS = (
     "order_records_system_errors",
     "pending_too_old",  # the reconciler's (reconciliation.py), with reconcile_every set
     "messages_polled_not_deleted",  # the event source mapping's, with event_source_metrics
+    "reconciler_errors",  # the reconciler's, with reconcile_every set
 )
 #: The event source mapping's EventCount metrics for an SQS source (namespace AWS/Lambda, dimension
 #: EventSourceMappingUUID), published with ``event_source_metrics`` (billed as custom metrics).
@@ -150,12 +154,14 @@ class AlarmFactory:
         comparison: aws_cloudwatch.ComparisonOperator = (
             aws_cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD
         ),
+        treat_missing_data: aws_cloudwatch.TreatMissingData = aws_cloudwatch.TreatMissingData.NOT_BREACHING,
     ) -> aws_cloudwatch.Alarm | None:
         """Create alarm ``key`` (one of :data:`ALARM_KEYS`), or nothing when it is turned off.
 
         ``description`` says what the alarm means; the runbook link is appended. Event alarms
         (``sustained=False``) look at one period, sustained ones at ``alarm_evaluation_periods``;
-        an :class:`AlarmThreshold` override replaces either.
+        an :class:`AlarmThreshold` override replaces either. Missing data is not breaching unless
+        ``treat_missing_data`` says otherwise (a metric whose absence is itself the incident).
         """
         if key not in ALARM_KEYS:
             raise ValueError(f"alarm key {key!r}: not in monitoring.ALARM_KEYS {ALARM_KEYS}; register it first")
@@ -174,7 +180,7 @@ class AlarmFactory:
             comparison_operator=comparison,
             evaluation_periods=periods,
             datapoints_to_alarm=limits.datapoints_to_alarm or periods,
-            treat_missing_data=aws_cloudwatch.TreatMissingData.NOT_BREACHING,
+            treat_missing_data=treat_missing_data,
             description=self.description(key, description),
         )
         self.definitions[key] = definition

@@ -1,8 +1,8 @@
 """The producer client: send orders to the pipeline's queue carrying the key the consumer resolves.
 
-Seed 004's first two layers live here: the idempotency key is derived from the order's content by
-:mod:`idempotent_order_pipeline.keys` (the function the consumer uses) and travels twice, as the body field
-``event_id`` and as the ``idempotency_key`` message attribute. Sending the same order twice - a
+The producer's half of recording each order once: the idempotency key is derived from the order's
+content by :mod:`idempotent_order_pipeline.keys` (the function the consumer uses) and travels twice,
+as the body field ``event_id`` and as the ``idempotency_key`` message attribute. Sending the same order twice - a
 retry after a timeout, a replayed file - yields the same key, so the consumer records it once.
 
 Every order is checked against the consumer's message contract before it is sent (with the
@@ -39,9 +39,7 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.batching import (
-    MAX_BATCH_BYTES,
-    MAX_BATCH_ENTRIES,
-    constrained_batches,
+    batch_calls,
     message_bytes,
     sqs_text,
 )
@@ -339,10 +337,7 @@ class OrderPublisher:
     def send_prepared(self, prepared: Sequence[PreparedOrder]) -> list[SendResult]:
         """Send orders already checked by :meth:`prepare`, as :meth:`send_batch` does; one result each."""
         results: dict[int, SendResult] = {}
-        # A message over MAX_BATCH_BYTES on its own is sent alone, and SQS's answer is its result.
-        for chunk in constrained_batches(
-            enumerate(prepared), MAX_BATCH_BYTES, MAX_BATCH_ENTRIES, get_len=lambda pair: pair[1].size, strict=False
-        ):
+        for chunk in batch_calls(enumerate(prepared), get_len=lambda pair: pair[1].size):
             results.update(self._send_chunk(chunk))
         return [results[index] for index in range(len(prepared))]
 

@@ -28,6 +28,7 @@ from aws_cdk import (
 )
 
 from idempotent_order_pipeline import monitoring
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.batching import MAX_MESSAGE_BYTES
 from idempotent_order_pipeline.keys import DEFAULT_IDENTITY_FIELDS, parse_identity_fields
 
 #: Fixed: the longest SQS allows, so a parked message has the most time to be looked at.
@@ -51,6 +52,8 @@ MIN_MEMORY_MB, MAX_MEMORY_MB = 128, 10_240
 MAX_FUNCTION_TIMEOUT_SECONDS = 900
 MAX_VISIBILITY_TIMEOUT_SECONDS = 12 * 3600
 MIN_RETENTION_SECONDS = 60
+#: SQS's smallest MaximumMessageSize; the largest the pipeline allows is the consumer's (contract.parked).
+MIN_MAX_MESSAGE_SIZE = 1024
 MIN_RESERVED_CONCURRENCY = 1
 #: Provisioned pollers for an SQS source (Lambda developer guide, "provisioned mode").
 MIN_POLLERS, MAX_MINIMUM_POLLERS, MAX_MAXIMUM_POLLERS = 2, 200, 2000
@@ -80,6 +83,7 @@ class PipelineProps:
     visibility_timeout: Duration | None = None
     retention_period: Duration = Duration.days(4)
     record_retention: Duration = Duration.days(30)
+    max_message_size: int = MAX_MESSAGE_BYTES
     #: As given: a string is reported by :func:`validate` with the other problems.
     identity_fields: Sequence[str] = DEFAULT_IDENTITY_FIELDS
     service_name: str | None = None
@@ -311,6 +315,7 @@ def validate(props: PipelineProps, findings: Findings | None = None) -> Findings
     _check_redrive(props, findings)
     _check_function(props, findings)
     _check_retention(props, findings)
+    _check_message_size(props, findings)
     _check_naming(props, findings)
     _check_alarms(props, findings)
     _check_removal(props, findings)
@@ -415,6 +420,16 @@ def _check_retention(props: PipelineProps, findings: Findings) -> None:
             f"record_retention={as_time(record)}: must be longer than retention_period + dead-letter retention "
             f"({as_time(retention + dlq_retention)}), so an idempotency record outlives every copy of its message "
             "(it expires record_retention after the sent mark; a pending record never expires)"
+        )
+
+
+def _check_message_size(props: PipelineProps, findings: Findings) -> None:
+    size = _number(props.max_message_size)
+    if size is not None and (size != int(size) or not MIN_MAX_MESSAGE_SIZE <= size <= MAX_MESSAGE_BYTES):
+        findings.errors.append(
+            f"max_message_size={size:g}: allowed a whole number of bytes from {MIN_MAX_MESSAGE_SIZE} to "
+            f"{MAX_MESSAGE_BYTES} (256 KiB, the largest message the consumer is built for; SQS would accept up to "
+            "1 MiB)"
         )
 
 

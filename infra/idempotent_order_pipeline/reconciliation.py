@@ -11,7 +11,7 @@ What this module adds to the construct:
 - :func:`add_pending_index`: the GSI on ``processed_events`` (partition ``pending_shard`` S, sort
   ``created_at`` N, keys only). Always created: the CLI's ``pending`` listing reads it too.
 - :class:`Reconciliation`: the function, its log group and least-privilege role, the schedule
-  rule, the ``pending_too_old`` alarm and a dashboard row. Only with ``reconcile_every`` set.
+  rule, the ``pending_too_old`` and ``reconciler_errors`` alarms and a dashboard row. Only with ``reconcile_every`` set.
 """
 
 from __future__ import annotations
@@ -55,7 +55,8 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_ind
 
 #: The reconciler's entry point (contract with ``lambdas/order_consumer/reconciler.py``).
 RECONCILER_HANDLER = "order_consumer.reconciler.handler"
-#: A run stops starting work 15 s before this (``reconciliation.DEFAULT_MIN_REMAINING_MS``).
+#: A run stops starting work 15 s before this (``reconciliation.DEFAULT_MIN_REMAINING_MS``) and returns
+#: its report 2 s before it whatever a call does (``reconciliation.DEFAULT_RETURN_MARGIN_MS``).
 RECONCILER_TIMEOUT = Duration.minutes(2)
 RECONCILER_MEMORY_MB = 512
 #: Runs of margin the ``pending_too_old`` alarm allows past ``reconcile_after``.
@@ -186,15 +187,30 @@ class Reconciliation(Construct):
         self.pending_too_old: aws_cloudwatch.Alarm | None = alarm_factory.add_alarm(
             "pending_too_old",
             "PendingTooOldAlarm",
-            self.metric_oldest_pending_age(),
+            self.metric_oldest_pending_age().with_(period=self._alarm_window(reconcile_every)),
             description=(
                 "A record has been pending (recorded, never notified) for longer than reconcile_after plus two "
-                "reconciler runs: SNS keeps refusing it, the reconciler is failing, or its order row is inconsistent."
+                "reconciler runs, or the reconciler reported no age for two runs (killed, failing to read the "
+                "pending index, or not scheduled): SNS keeps refusing it, the reconciler is failing, or its order "
+                "row is inconsistent."
             ),
             threshold=self.alarm_threshold_seconds,
             comparison=aws_cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            # Every run that read the index emits the age, so no age for two runs is itself the incident.
+            treat_missing_data=aws_cloudwatch.TreatMissingData.BREACHING,
         )
-        """Fires when the oldest pending record outlived ``reconcile_after`` plus two runs (None if turned off)."""
+        """Fires when the oldest pending record outlived ``reconcile_after`` plus two runs, or when no run
+        reported the age for two runs (None if turned off)."""
+        self.reconciler_errors: aws_cloudwatch.Alarm | None = alarm_factory.add_alarm(
+            "reconciler_errors",
+            "ReconcilerErrorsAlarm",
+            self.function.metric_errors(period=reconcile_every, statistic="Sum"),
+            description=(
+                "A reconciler run failed (an unforeseen error after its metrics, a crash, a timeout or a "
+                "missing variable): records left pending may not be notified until it runs clean."
+            ),
+        )
+        """Fires when a reconciler invocation fails (error, crash or timeout; None if turned off)."""
         self._acknowledge_findings(role, tracing=tracing)
 
     # ---- permissions ------------------------------------------------------------------------------
@@ -305,6 +321,13 @@ class Reconciliation(Construct):
             statistic=statistic,
             unit=unit,
         )
+
+    @staticmethod
+    def _alarm_window(every: Duration) -> Duration:
+        """Two runs: each window holds a run even when the schedule's runs drift across period boundaries."""
+        if every.is_unresolved():
+            return every
+        return Duration.seconds(ALARM_RUNS_OF_MARGIN * every.to_seconds())
 
     def metric_pending_reconciled(self) -> aws_cloudwatch.Metric:
         """Records the reconciler published and marked sent, per ``reconcile_every``."""

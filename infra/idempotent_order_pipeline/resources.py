@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from aws_cdk import Token, aws_dynamodb, aws_lambda, aws_sns, aws_sqs
 
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.batching import DEAD_LETTER_MAX_MESSAGE_BYTES
 from idempotent_order_pipeline.props import (
     DEAD_LETTER_RETENTION,
     VISIBILITY_TIMEOUT_FACTOR,
@@ -77,6 +78,7 @@ OWNED_QUEUE_KEYS: Mapping[str, str] = {
     "dead_letter_queue": "use existing_dead_letter_queue= and max_receive_count=",
     "visibility_timeout": "use visibility_timeout=",
     "retention_period": "use retention_period=",
+    "max_message_size_bytes": "use max_message_size=",
     "encryption_master_key": "use encryption_key=",
     "removal_policy": "use removal_policy=",
     "deduplication_scope": "use fifo_high_throughput=",
@@ -86,6 +88,7 @@ OWNED_DEAD_LETTER_QUEUE_KEYS: Mapping[str, str] = {
     "fifo": "use fifo=",
     "content_based_deduplication": f"{_FIXED} (off: the handler sends deduplication ids)",
     "dead_letter_queue": f"{_FIXED} (a dead-letter queue of the dead-letter queue only moves the problem)",
+    "max_message_size_bytes": f"{_FIXED} (1 MiB: a parked message is the original plus its reason)",
     "encryption_master_key": "use encryption_key=",
     "removal_policy": "use removal_policy=",
     "deduplication_scope": "use fifo_high_throughput=",
@@ -171,6 +174,8 @@ def dead_letter_queue_kwargs(props: PipelineProps) -> dict[str, Any]:
     defaults = {
         **_fifo_queue_defaults(props),
         "retention_period": DEAD_LETTER_RETENTION,
+        # SQS counts attributes in the size: the largest message plus its reason must always fit.
+        "max_message_size_bytes": DEAD_LETTER_MAX_MESSAGE_BYTES,
         "encryption": _queue_encryption(props),
         "encryption_master_key": props.encryption_key,
         "enforce_ssl": True,
@@ -184,6 +189,7 @@ def queue_kwargs(props: PipelineProps) -> dict[str, Any]:
     defaults = {
         **_fifo_queue_defaults(props),
         "retention_period": props.retention_period,
+        "max_message_size_bytes": props.max_message_size,
         "visibility_timeout": derived_visibility_timeout(props),
         "encryption": _queue_encryption(props),
         "encryption_master_key": props.encryption_key,

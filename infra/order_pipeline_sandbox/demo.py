@@ -311,7 +311,7 @@ ProgressHook = Callable[[int, int, PollerStats], None]
 def run_chaos(sandbox: Sandbox, options: ChaosOptions, on_progress: ProgressHook | None = None) -> ChaosRun:
     """Steps 4-5: send the traffic, poll it through the function with crashes, drain, check."""
     started = time.monotonic()
-    identity = parse_identity_fields(sandbox.function.environment.get("IDENTITY_FIELDS"))
+    identity = parse_identity_fields(sandbox.function.environment.get(names.IDENTITY_FIELDS_VARIABLE))
     plan = traffic.plan_traffic(
         options.orders,
         seed=options.seed,

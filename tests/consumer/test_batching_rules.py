@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.batching import (
     MAX_BATCH_BYTES,
     MAX_BATCH_ENTRIES,
+    batch_calls,
     constrained_batches,
     message_bytes,
     send_attribute,
@@ -151,3 +152,12 @@ def test_send_attribute_refuses_a_binary_value_that_is_not_base64() -> None:
     # GIVEN a hand-built binary attribute that is not base64 / WHEN converted / THEN binascii's error
     with pytest.raises(binascii.Error):
         send_attribute({"dataType": "Binary", "binaryValue": "not base64!"})
+
+
+def test_batch_calls_applies_the_services_limits_and_sends_an_oversized_message_alone() -> None:
+    # GIVEN small messages, one over 256 KiB among them, and two that fill a call's bytes exactly
+    sizes = [1] * 5 + [MAX_BATCH_BYTES + 1] + [1] * 10 + [MAX_BATCH_BYTES // 2] * 2
+    # WHEN chunked for batch calls
+    batches = list(batch_calls(sizes, get_len=int))
+    # THEN calls hold at most 10 entries and 256 KiB, and the oversized message goes alone, in order
+    assert batches == [[1] * 5, [MAX_BATCH_BYTES + 1], [1] * 10, [MAX_BATCH_BYTES // 2] * 2]

@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.canonical_json import canonical_json
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.errors import (
     IdempotencyKeyMismatchError,
     InvalidMessageError,
     MissingIdentityFieldError,
 )
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.keys import (
-    canonical_json,
     derive_event_id,
     parse_identity_fields,
     payload_sha256,

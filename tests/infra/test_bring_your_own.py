@@ -233,7 +233,7 @@ def overridden() -> Synthesized:
         stack,
         "Pipeline",
         queue_props=aws_sqs.QueueProps(receive_message_wait_time=seconds(20)),
-        dead_letter_queue_props={"max_message_size_bytes": 262_144},
+        dead_letter_queue_props={"receive_message_wait_time": seconds(10)},
         table_props={
             "billing_mode": aws_dynamodb.BillingMode.PROVISIONED,
             "read_capacity": 5,
@@ -268,13 +268,14 @@ def test_queue_props_merge_over_the_defaults_and_keep_the_redrive(overridden: Sy
 
 
 def test_dead_letter_queue_props_merge_over_the_defaults(overridden: Synthesized) -> None:
-    # GIVEN dead_letter_queue_props with a maximum message size
+    # GIVEN dead_letter_queue_props with a long-polling wait (its maximum message size is the design's)
     dead_letter_queue = logical_id(overridden.stack, overridden.pipeline.dead_letter_queue)
     properties = overridden.template_json["Resources"][dead_letter_queue]["Properties"]
     # WHEN the DLQ is read
     # THEN it has the override and keeps its 14 days
-    assert properties["MaximumMessageSize"] == 262_144
+    assert properties["ReceiveMessageWaitTimeSeconds"] == 10
     assert properties["MessageRetentionPeriod"] == 14 * 86_400
+    assert properties["MaximumMessageSize"] == 1024 * 1024
 
 
 @pytest.mark.parametrize(

@@ -123,6 +123,7 @@ def test_reconcile_every_none_turns_it_off(without_reconciler: Synthesized) -> N
     assert len(resources_of_type(without_reconciler.template_json, "AWS::Lambda::Function")) == 1
     assert resources_of_type(without_reconciler.template_json, "AWS::Events::Rule") == {}
     assert "pending_too_old" not in without_reconciler.pipeline.alarms
+    assert "reconciler_errors" not in without_reconciler.pipeline.alarms
 
 
 def test_the_reconciler_role_has_exactly_its_calls(default_pipeline: Synthesized) -> None:
@@ -182,13 +183,45 @@ def test_pending_too_old_alarm_fires_above_reconcile_after_plus_two_runs(default
     assert properties["Namespace"] == "IdempotentOrderPipeline"
     assert properties["Dimensions"][0]["Name"] == "service"
     assert properties["Statistic"] == "Maximum"
-    assert properties["Period"] == 300
     assert (
         properties["Threshold"] == 25 * 60 == alarm_threshold_seconds(cdk.Duration.minutes(15), cdk.Duration.minutes(5))
     )
     assert properties["ComparisonOperator"] == "GreaterThanThreshold"
     assert properties["AlarmName"].endswith("-pending_too_old")
     assert "Runbook (pending_too_old):" in properties["AlarmDescription"]
+
+
+def test_pending_too_old_fires_when_the_reconciler_stops_reporting(default_pipeline: Synthesized) -> None:
+    # GIVEN the default pipeline (a run every 5 minutes)
+    alarm = default_pipeline.pipeline.alarms["pending_too_old"]
+    properties = default_pipeline.template_json["Resources"][logical_id(default_pipeline.stack, alarm)]["Properties"]
+    # WHEN the alarm is read
+    # THEN a window without any age (no run finished, or none could read the index) is breaching,
+    # and a window is two runs long, so one run drifting across a period boundary is never missing data
+    assert properties["TreatMissingData"] == "breaching"
+    assert properties["Period"] == 2 * 300
+    assert properties["EvaluationPeriods"] == 1
+    assert "reported no age for two runs" in properties["AlarmDescription"]
+
+
+def test_reconciler_errors_alarm_fires_on_one_failed_run(default_pipeline: Synthesized) -> None:
+    # GIVEN the default pipeline
+    pipeline = default_pipeline.pipeline
+    assert pipeline.reconciliation is not None
+    alarm = pipeline.alarms["reconciler_errors"]
+    properties = default_pipeline.template_json["Resources"][logical_id(default_pipeline.stack, alarm)]["Properties"]
+    function = logical_id(default_pipeline.stack, pipeline.reconciliation.function)
+    # WHEN the alarm is read
+    # THEN it watches the reconciler function's Errors (crashes, timeouts, failed runs), one is enough
+    assert properties["Namespace"] == "AWS/Lambda"
+    assert properties["MetricName"] == "Errors"
+    assert properties["Dimensions"] == [{"Name": "FunctionName", "Value": {"Ref": function}}]
+    assert properties["Statistic"] == "Sum"
+    assert properties["Period"] == 300
+    assert properties["Threshold"] == 1
+    assert properties["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+    assert properties["EvaluationPeriods"] == 1
+    assert properties["AlarmName"].endswith("-reconciler_errors")
 
 
 def test_the_dashboard_shows_the_reconciler(default_pipeline: Synthesized) -> None:

@@ -7,8 +7,9 @@ from typing import Any
 
 import aws_cdk as cdk
 import pytest
-from aws_cdk.assertions import Match
+from aws_cdk.assertions import Match, Template
 
+from idempotent_order_pipeline import IdempotentOrderPipeline
 from tests.infra.synth import Synthesized, resources_of_type
 from tests.infra.synth import logical_id as stack_logical_id
 
@@ -93,6 +94,34 @@ def test_dead_letter_queue_keeps_messages_14_days_longer_than_the_source(default
     assert dlq_retention == 14 * 86_400
     assert queue_retention == 4 * 86_400
     assert "RedrivePolicy" not in resources[dlq_id]["Properties"]
+
+
+def test_queue_accepts_what_the_consumer_handles_and_the_dlq_takes_it_back_with_its_reason(
+    default_pipeline: Synthesized,
+) -> None:
+    # GIVEN the default pipeline
+    queue_id, dlq_id = queue_ids(default_pipeline)
+    resources = default_pipeline.template_json["Resources"]
+    # WHEN the queues' maximum message sizes are read
+    # THEN the queue takes 256 KiB (SQS's default would be 1 MiB, more than the consumer is built for)
+    # and the DLQ 1 MiB, so a parked message (the original plus its reason, attributes counted) fits
+    assert resources[queue_id]["Properties"]["MaximumMessageSize"] == 256 * 1024
+    assert resources[dlq_id]["Properties"]["MaximumMessageSize"] == 1024 * 1024
+
+
+def test_max_message_size_sets_the_queues_and_is_not_a_queue_prop(fresh_stack: cdk.Stack) -> None:
+    # GIVEN a pipeline with max_message_size=64 KiB
+    pipeline = IdempotentOrderPipeline(fresh_stack, "Pipeline", max_message_size=64 * 1024)
+    # WHEN synthesized / THEN the queue takes 64 KiB
+    Template.from_stack(fresh_stack).has_resource_properties(
+        "AWS::SQS::Queue", {"MaximumMessageSize": 64 * 1024, "RedrivePolicy": Match.any_value()}
+    )
+    assert pipeline.queue is not None
+    # AND setting it through queue_props or dead_letter_queue_props names the prop to use instead
+    with pytest.raises(ValueError, match=r"queue_props\['max_message_size_bytes'\].*use max_message_size="):
+        IdempotentOrderPipeline(fresh_stack, "Other", queue_props={"max_message_size_bytes": 1024})
+    with pytest.raises(ValueError, match=r"dead_letter_queue_props\['max_message_size_bytes'\].*1 MiB"):
+        IdempotentOrderPipeline(fresh_stack, "Third", dead_letter_queue_props={"max_message_size_bytes": 1024})
 
 
 @pytest.mark.parametrize("queue_attribute", ["queue", "dead_letter_queue"])

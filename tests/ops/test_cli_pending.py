@@ -215,3 +215,22 @@ def test_pending_tries_unprocessed_keys_a_bounded_number_of_times_then_fails_nam
     assert result.exit_code == 1
     assert "2 record(s) the pending index lists were still unprocessed after 3 BatchGetItem attempts" in result.stderr
     assert result.stdout == ""
+
+
+class QueryFails(RecordingClient):
+    """A DynamoDB client whose Query is refused (no permission on the index, say)."""
+
+    def query(self, **request: Any) -> Any:
+        raise client_error("Query", "AccessDeniedException", "not allowed on the index")
+
+
+def test_a_failed_index_query_ends_pending_with_one_line_naming_the_shard_and_the_cause(ops: OpsWorld) -> None:
+    # GIVEN an old pending record, and a DynamoDB that refuses every Query
+    record_pending(ops, {"o-old": 3600})
+    # WHEN pending records are listed
+    result = ops.run("pending", "--json", dynamodb=QueryFails(ops.dynamodb))
+    # THEN the command fails with one line naming the query, its shard and DynamoDB's reason, no traceback
+    assert result.exit_code == 1
+    assert "DynamoDB failed the pending-index query of shard 0" in result.stderr
+    assert "AccessDeniedException" in result.stderr
+    assert "Traceback" not in result.output

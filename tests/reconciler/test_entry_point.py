@@ -9,16 +9,16 @@ from typing import Any
 import pytest
 
 from idempotent_order_pipeline._lambda_asset.order_consumer import reconciler as reconciler_entry
-from idempotent_order_pipeline._lambda_asset.order_consumer.contract.errors import ConfigurationError
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.errors import (
+    ConfigurationError,
+    ReconciliationFailedError,
+)
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.metric_names import (
     OLDEST_PENDING_AGE_SECONDS,
     PENDING_RECONCILED,
 )
-from idempotent_order_pipeline._lambda_asset.order_consumer.reconciler import (
-    RECONCILE_AFTER_VARIABLE,
-    ReconcilerClients,
-    reconcile_after_seconds,
-)
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.names import RECONCILE_AFTER_VARIABLE
+from idempotent_order_pipeline._lambda_asset.order_consumer.reconciler import ReconcilerClients, reconcile_after_seconds
 from tests.consumer.harness import client_error
 from tests.reconciler.harness import ArmedFault, FakeContext, ReconcilerWorld, order
 
@@ -94,3 +94,26 @@ def test_a_missing_consumer_variable_fails_the_run_with_its_name(world: Reconcil
     # WHEN / THEN the run fails naming it
     with pytest.raises(ConfigurationError, match="TOPIC_ARN"):
         reconciler_entry.handler({}, FakeContext())
+
+
+def test_a_run_ended_by_an_unforeseen_error_emits_its_metrics_then_fails(
+    world: ReconcilerWorld, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN three records pending for a minute, and a bug-like error (not a botocore error) on the reads
+    world.pend([order(i) for i in range(3)], created_at=time.time() - 60)
+    world.board.arm(ArmedFault(RuntimeError("unforeseen"), operation="batch_get_item"))
+    reconciler_entry.configure(
+        ReconcilerClients(dynamodb=world.guarded_dynamodb, sns=world.guarded_sns),
+        {**world.env, RECONCILE_AFTER_VARIABLE: "30"},
+    )
+
+    # WHEN a run meets it
+    with pytest.raises(ReconciliationFailedError, match="RuntimeError: unforeseen"):
+        reconciler_entry.handler({}, FakeContext())
+
+    # THEN the invocation failed (the reconciler_errors alarm counts it), but only after the metrics
+    # went out: nothing reconciled, and the three records' age (the index was read)
+    [blob] = emitted_metrics(capsys.readouterr().out)
+    assert blob[PENDING_RECONCILED] == [0.0]
+    [age] = blob[OLDEST_PENDING_AGE_SECONDS]
+    assert 60 <= age < 120

@@ -16,7 +16,8 @@ NOW = 1_800_000_000.0
 #: (tests/infra/test_trust_boundaries.py checks the reconciler's role against the same.)
 READS = {
     "FindPendingRecords": ["event_id", "pending_shard", "created_at"],
-    "ConfirmPendingRecords": ["event_id", "status", "order_id", "payload_sha256", "created_at"],
+    # the shard too: a record marked sent that still has one (0.1.0 after a rollback) is released
+    "ConfirmPendingRecords": ["event_id", "status", "order_id", "payload_sha256", "created_at", "pending_shard"],
     "ReadOrderRowIdentities": ["order_id", "event_id", "payload_sha256"],
 }
 

@@ -27,6 +27,10 @@ from moto import mock_aws
 
 from idempotent_order_pipeline._lambda_asset.order_consumer import handler as handler_module
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.batching import NOT_SQS_TEXT
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.dynamodb_numbers import (
+    number_from_literal,
+    number_text,
+)
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.errors import (
     InvalidMessageError,
     InvalidNumberError,
@@ -36,8 +40,6 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.contract.keys import
     IDENTITY_SEPARATOR,
     derive_event_id,
     identity_text,
-    number_from_literal,
-    number_text,
     payload_sha256,
 )
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.message import parse_body, parse_order_message

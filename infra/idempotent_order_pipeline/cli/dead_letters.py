@@ -30,9 +30,8 @@ from typing import TYPE_CHECKING, Any, cast
 from botocore.exceptions import BotoCoreError, ClientError
 
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.batching import (
-    MAX_BATCH_BYTES,
     MAX_BATCH_ENTRIES,
-    constrained_batches,
+    batch_calls,
     message_bytes,
     send_attribute,
 )
@@ -535,9 +534,9 @@ def redrive_loop(
     * parked again by the consumer, it is a new message whose ``source_message_id`` - trusted only
       under the consumer's envelope - is the id of the copy it received.
 
-    Either way it is left in the DLQ and counted in ``arrived_later``. (Comparing ``SentTimestamp``,
-    SQS's clock, with the operator's ``time.time()`` did not work: with the operator 120 s ahead a
-    message parked again looked old and went round once per receive.) A message some other failure
+    Either way it is left in the DLQ and counted in ``arrived_later``. (Not ``SentTimestamp``: it is
+    SQS's clock, and against the operator's ``time.time()`` a clock 120 s ahead makes a message
+    parked again look old, so it would go round once per receive.) A message some other failure
     parks while the loop runs is moved if the loop reaches it - it cannot be told from one that came
     just before the start - and it, too, is then moved only once.
 
@@ -568,12 +567,9 @@ def redrive_loop(
             report.arrived_later += len(later)
             report.skipped += len(batch) - len(later) - len(chosen)
             failed_before = len(report.failed)
-            for chunk in constrained_batches(
+            for chunk in batch_calls(
                 [(letter, _entry(letter, fifo)) for letter in chosen],
-                MAX_BATCH_BYTES,
-                MAX_BATCH_ENTRIES,
                 get_len=lambda pair: message_bytes(pair[1]["MessageBody"], pair[1]["MessageAttributes"]),
-                strict=False,
             ):
                 _send_and_delete(sqs, dead_letter_queue_url, queue_url, chunk, report, sweep, copies)
             if on_moved is not None:

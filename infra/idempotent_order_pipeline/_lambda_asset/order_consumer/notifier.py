@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from .contract.batching import MAX_BATCH_BYTES, MAX_BATCH_ENTRIES, constrained_batches, message_bytes
+from .contract.batching import batch_calls, message_bytes
 from .contract.message import OrderMessage
 from .contract.sns_ids import sns_deduplication_id, sns_group_id
 
@@ -98,12 +98,8 @@ class Notifier:
         results: list[PublishResult | None] = [None] * len(notifications)
         refused_groups: set[str] = set()
         entries = [(index, self._entry("", notification)) for index, notification in enumerate(notifications)]
-        for chunk in constrained_batches(
-            entries,
-            MAX_BATCH_BYTES,
-            MAX_BATCH_ENTRIES,
-            get_len=lambda pair: message_bytes(pair[1]["Message"], pair[1].get("MessageAttributes")),
-            strict=False,
+        for chunk in batch_calls(
+            entries, get_len=lambda pair: message_bytes(pair[1]["Message"], pair[1].get("MessageAttributes"))
         ):
             for position, (_, entry) in enumerate(chunk):
                 entry["Id"] = str(position)  # unique within the call

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, cast
 from botocore.exceptions import BotoCoreError, ClientError
 
 from .contract.errors import StoreUnavailableError
-from .contract.names import STATUS_PENDING
+from .contract.names import STATUS_PENDING, STATUS_SENT
 from .contract.pending_index import (
     INDEX_ENTRY_ATTRIBUTES,
     ORDER_ROW_ATTRIBUTES,
@@ -133,7 +133,24 @@ class PendingIndex:
         Raises:
             StoreUnavailableError: a call failed.
         """
+        records, _, unread = self.read_listed(event_ids)
+        return records, unread
+
+    def read_listed(self, event_ids: Sequence[str]) -> tuple[list[PendingRecord], list[str], set[str]]:
+        """Like :meth:`read_pending`, plus the ids of records ``sent`` that still carry a shard.
+
+        Those stay in the index for ever unless released: a rollback to 0.1.0 marks records sent
+        without removing ``pending_shard`` (or setting ``ttl``).
+
+        Raises:
+            StoreUnavailableError: a call failed.
+        """
         items, unread = self._batch_get(self._events_table, "event_id", event_ids, PENDING_RECORD_ATTRIBUTES)
+        stale = [
+            _text(item, "event_id")
+            for item in items
+            if _text(item, "status") == STATUS_SENT and PENDING_SHARD_ATTRIBUTE in item
+        ]
         records = [
             PendingRecord(
                 event_id=_text(item, "event_id"),
@@ -144,7 +161,7 @@ class PendingIndex:
             for item in items
             if _text(item, "status") == STATUS_PENDING
         ]
-        return records, unread
+        return records, stale, unread
 
     def read_order_rows(self, order_ids: Sequence[str]) -> tuple[dict[str, OrderRow], set[str]]:
         """The rows of ``order_ids`` that exist (consistent reads), by order id, and the ids left unread.

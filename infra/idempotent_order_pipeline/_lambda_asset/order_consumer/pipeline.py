@@ -7,6 +7,7 @@ Per record (an SQS record of the Lambda event)::
         record sent, same payload      -> nothing                       -> duplicate
         record pending, same payload   -> notify -> mark sent           -> republished
         order row only, same payload   -> nothing                       -> duplicate
+          ... its own record pending   -> notify it -> mark it sent     -> republished (an older key)
         other payload under either key -> park in DLQ (IDEMPOTENCY_CONFLICT)
     invalid message                    -> park in DLQ (INVALID_MESSAGE, ITEM_TOO_LARGE, ...)
     transient failure                  -> report in batchItemFailures; SQS redelivers
@@ -49,9 +50,10 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
+from .budget import DEFAULT_CAPACITY_BYTES, ByteBudget
 from .contract.batching import MAX_BATCH_ENTRIES
 from .contract.errors import IdempotencyConflictError, PermanentError, TransientError
 from .contract.keys import DEFAULT_IDENTITY_FIELDS
@@ -71,7 +73,7 @@ from .contract.sns_ids import sns_group_id
 from .dead_letter import DeadLetterQueue, ParkRequest
 from .notifier import Notification, Notifier
 from .observability import logger
-from .store import ExistingEvent, OrderStore
+from .store import ExistingEvent, ExistingOrder, OrderStore
 
 #: Default worker threads: one per record of a default batch (10).
 DEFAULT_MAX_WORKERS = 10
@@ -238,8 +240,10 @@ class OrderPipeline:
         min_remaining_ms: int = DEFAULT_MIN_REMAINING_MS,
         notify_reserve_ms: int = DEFAULT_NOTIFY_RESERVE_MS,
         return_margin_ms: int = DEFAULT_RETURN_MARGIN_MS,
+        parse_budget_bytes: int = DEFAULT_CAPACITY_BYTES,
     ) -> None:
         self._store = store
+        self._budget = ByteBudget(parse_budget_bytes)
         self._notifier = notifier
         self._dead_letters = dead_letters
         self._identity_fields = tuple(identity_fields)
@@ -349,19 +353,27 @@ class OrderPipeline:
         for index in indexes:
             if not batch.start(index):
                 break
-            written[index] = self._write_one(batch.records[index])
+            written[index] = self._write_one(batch.records[index], batch.deadlines.start_until)
             if written[index].next is Next.RETRY:
                 break  # the rest of a FIFO group is not started
         return written
 
-    def _write_one(self, record: SqsRecord) -> Written:
+    def _write_one(self, record: SqsRecord, start_until: float | None) -> Written:
         """Parse and write one record."""
         message: OrderMessage | None = None
         try:
-            message = parse_order_message(
-                str(record.get("body", "")), record.get("messageAttributes") or {}, self._identity_fields
-            )
-            collision = self._store.record(message)
+            # Within the byte budget from parsing to the end of the transaction (order_consumer.budget);
+            # the message keeps its ids only once its row is written.
+            body = str(record.get("body", ""))
+            share = self._budget.share(len(body))
+            if not self._budget.acquire(share, start_until):
+                raise TransientError("not started: the batch's parsing budget was held until its last start")
+            try:
+                message = parse_order_message(body, record.get("messageAttributes") or {}, self._identity_fields)
+                collision = self._store.record(message)
+            finally:
+                self._budget.release(share)
+            message = message.without_item()
             if collision is None:
                 return Written(Next.NOTIFY, message, order_written=True)
             if collision.payload_sha256 != message.payload_sha256:
@@ -376,6 +388,14 @@ class OrderPipeline:
             if isinstance(collision, ExistingEvent) and collision.status != STATUS_SENT:
                 # A previous delivery wrote the order but did not get to mark it sent: publish again.
                 return Written(Next.NOTIFY, message, republish=True)
+            if (
+                isinstance(collision, ExistingOrder)
+                and collision.event_id != message.event_id
+                and self._store.adopt_pending(collision.event_id, message.payload_sha256)
+            ):
+                # The row's own record is still pending (left by a version that keyed it otherwise):
+                # finish that record, under its own event id.
+                return Written(Next.NOTIFY, replace(message, event_id=collision.event_id), republish=True)
             return Written(Next.SKIP, message)
         except PermanentError as exc:
             return Written(Next.PARK, message, error=f"{exc.error_code}: {exc}", park=exc)

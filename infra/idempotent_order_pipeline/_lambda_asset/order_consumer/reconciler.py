@@ -5,8 +5,11 @@ Run on a schedule (any event is accepted and ignored). Reads the consumer's envi
 (``PROCESSED_EVENTS_TABLE``, ``ORDER_RECORDS_TABLE``, ``TOPIC_ARN``, ``DEAD_LETTER_QUEUE_URL``,
 ``RECORD_TTL_SECONDS``, ...) plus ``RECONCILE_AFTER_SECONDS``: records pending for longer than this
 many seconds are notified (any non-negative number; the construct's ``reconcile_after`` prop is
-where the value is validated against the queue's redelivery). Emits ``PendingReconciled`` and
-``OldestPendingAgeSeconds`` on every run, zeros included, and returns the run's report.
+where the value is validated against the queue's redelivery). Returns before the invocation's
+deadline whatever a call does, and emits ``PendingReconciled`` on every run and
+``OldestPendingAgeSeconds`` whenever the age is known (every shard of the index read), zeros
+included; an unknown age is withheld, so the ``pending_too_old`` alarm (missing data breaching)
+fires. A run ended by an unforeseen error fails the invocation after its metrics.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from botocore.config import Config
 
 from .config import Settings
-from .contract.errors import ConfigurationError
+from .contract.errors import ConfigurationError, ReconciliationFailedError
 from .contract.metric_names import OLDEST_PENDING_AGE_SECONDS, PENDING_RECONCILED
 from .contract.names import RECONCILE_AFTER_VARIABLE
 from .notifier import Notifier
@@ -127,11 +130,15 @@ def _current_reconciler() -> Reconciler:
 @metrics.log_metrics(raise_on_empty_metrics=False)
 @logger.inject_lambda_context(clear_state=True)
 def handler(event: Mapping[str, Any], context: LambdaContext) -> dict[str, object]:
-    """One reconciliation run; returns its report."""
+    """One reconciliation run; returns its report, or fails once its metrics are out if the run failed."""
     remaining = getattr(context, "get_remaining_time_in_millis", None)
     report = _current_reconciler().run(remaining)
     metrics.add_metric(name=PENDING_RECONCILED, unit=MetricUnit.Count, value=report.reconciled)
-    metrics.add_metric(
-        name=OLDEST_PENDING_AGE_SECONDS, unit=MetricUnit.Seconds, value=report.oldest_pending_age_seconds
-    )
+    if report.oldest_pending_age_known:
+        metrics.add_metric(
+            name=OLDEST_PENDING_AGE_SECONDS, unit=MetricUnit.Seconds, value=report.oldest_pending_age_seconds
+        )
+    if report.failed:
+        # Counted in the function's Errors (the reconciler_errors alarm); the metrics above still go out.
+        raise ReconciliationFailedError(f"the reconciliation run failed: {report.errors[-1:]}")
     return report.as_dict()

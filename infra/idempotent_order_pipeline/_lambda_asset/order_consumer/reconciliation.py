@@ -10,6 +10,7 @@ no copy of the message is left to redeliver it (the DLQ was dropped, or it expir
         Notifier.publish_batch (the consumer's own notifier)     -> same event_id, same content, FIFO ids
         OrderStore.mark_sent_batch (the consumer's condition)    -> sent, ttl set, out of the index
     stop starting work when less than ``min_remaining_ms`` of the invocation is left
+    stop waiting for the calls ``return_margin_ms`` before the deadline: the report, then the metrics
 
 Guarantees, and why:
 
@@ -23,12 +24,19 @@ Guarantees, and why:
   mark's condition (only a ``pending`` record moves to ``sent``) makes the marks idempotent.
 * **Never races a normal redelivery by design.** The construct validates the threshold against the
   queue's visibility timeout x ``max_receive_count``; racing anyway only costs a duplicate.
+* **Ends before its deadline, with its metrics.** The work runs on its own thread; the run's report
+  is made when the work ends or ``return_margin_ms`` before the deadline, whatever a call does (one
+  that never answers or trickles runs on, its result discarded: what it was doing stays pending and
+  counts in the age). The oldest age is known once every shard's first page was read; a shard never
+  read makes it unknown (``shards_unread``), and the handler then withholds the age metric, whose
+  alarm treats missing data as breaching.
 * **Once per run per record.** Each index entry is handled by one chunk of one run; an entry the
   run could not finish is left for the next run, never retried within the run.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -47,8 +55,15 @@ DEFAULT_CHUNK_SIZE = 25
 DEFAULT_PAGE_SIZE = 100
 #: Default time left below which the run starts no more work (a chunk's calls fit in it).
 DEFAULT_MIN_REMAINING_MS = 15_000
+#: Default time left when the run stops waiting for its calls and returns its report (for the metrics).
+DEFAULT_RETURN_MARGIN_MS = 2_000
+
+#: The longest the run waits for its work between two looks at the time left.
+WAIT_SLICE_S = 0.1
 
 RemainingTime = Callable[[], int]
+#: Why a run's report was made while a call was still in flight.
+ABANDONED = "the run's deadline came with a call in flight; what it was doing is left pending for the next run"
 
 
 @dataclass
@@ -65,11 +80,32 @@ class RunReport:
     left_pending: int = 0
     #: Pending records whose order row is missing or another event's (never notified, logged).
     anomalies: int = 0
+    #: Records found sent but still in the index (marked by 0.1.0 after a rollback), taken out of it.
+    released: int = 0
     #: Age of the oldest record older than the threshold still pending when the run ended (0: none).
+    #: A lower bound when ``shards_unread`` is not 0: the unread shards may hold older records.
     oldest_pending_age_seconds: int = 0
+    #: Shards of the index whose first page the run never read (a query failed or did not answer).
+    shards_unread: int = 0
     #: False when the run stopped for its deadline or a failed call before it had seen every shard to the end.
     complete: bool = True
+    #: True when an unforeseen error (a bug) ended the run; the handler fails the invocation after its metrics.
+    failed: bool = False
     errors: list[str] = field(default_factory=list)
+
+    @property
+    def oldest_pending_age_known(self) -> bool:
+        """Whether ``oldest_pending_age_seconds`` is the age of the oldest pending record (every shard read)."""
+        return self.shards_unread == 0
+
+    def add(self, part: RunReport) -> None:
+        """Count what one chunk did into the run's report."""
+        self.found += part.found
+        self.reconciled += part.reconciled
+        self.already_sent += part.already_sent
+        self.anomalies += part.anomalies
+        self.released += part.released
+        self.errors.extend(part.errors)
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -78,8 +114,11 @@ class RunReport:
             "already_sent": self.already_sent,
             "left_pending": self.left_pending,
             "anomalies": self.anomalies,
+            "released": self.released,
             "oldest_pending_age_seconds": self.oldest_pending_age_seconds,
+            "shards_unread": self.shards_unread,
             "complete": self.complete,
+            "failed": self.failed,
             "errors": self.errors[:20],
         }
 
@@ -101,6 +140,25 @@ class _Shard:
         return self.failed or (self.queried and not self.buffer and self.next_key is None)
 
 
+class _Progress:
+    """One run's state, shared by the thread doing the work and the thread that reports it.
+
+    The worker changes it only under ``lock`` and only until ``closed``; once the report is made the
+    run is closed, and whatever its calls still return is discarded (left pending, found next run).
+    """
+
+    def __init__(self, shards: list[_Shard]) -> None:
+        self.lock = threading.Lock()
+        self.closed = False
+        self.shards = shards
+        self.report = RunReport()
+        #: Creation times of the records the run left pending (failed or refused).
+        self.left_created: list[int] = []
+        #: Creation times of the chunk whose calls are in flight.
+        self.in_flight: list[int] = []
+        self.crash: BaseException | None = None
+
+
 class Reconciler:
     """Finds records pending for longer than ``reconcile_after_seconds`` and notifies them. Thread-safe per run."""
 
@@ -115,6 +173,7 @@ class Reconciler:
         chunk_size: int = DEFAULT_CHUNK_SIZE,
         page_size: int = DEFAULT_PAGE_SIZE,
         min_remaining_ms: int = DEFAULT_MIN_REMAINING_MS,
+        return_margin_ms: int = DEFAULT_RETURN_MARGIN_MS,
     ) -> None:
         self._index = index
         self._notifier = notifier
@@ -124,80 +183,151 @@ class Reconciler:
         self._chunk_size = chunk_size
         self._page_size = page_size
         self._min_remaining_ms = min_remaining_ms
+        self._return_margin_ms = return_margin_ms
 
     def run(self, remaining_ms: RemainingTime | None = None) -> RunReport:
-        """One pass over the index; never raises for a domain error, only for a crash (BaseException)."""
-        report = RunReport()
+        """One pass over the index; never raises for a domain error, only for a crash (BaseException).
+
+        With ``remaining_ms`` the work runs on its own thread and the report is made when the work
+        ends or ``return_margin_ms`` before the deadline, whichever comes first: a call that never
+        answers, or trickles, cannot hold the run past its deadline (the call runs on, its result
+        discarded). An unforeseen error is reported (``failed``), not raised.
+        """
         started = self._clock()
-        cutoff = started - self._after
         # Rotate the first shard with the clock, so that a shard whose records keep failing cannot
         # take every run's time from the others.
         shards = [_Shard(name) for name in every_shard()]
         rotation = int(started // 60) % len(shards)
-        shards = shards[rotation:] + shards[:rotation]
-        # Left pending by this run (failed or not reached): their creation times make the age metric.
-        left_created: list[int] = []
-
-        def out_of_time() -> bool:
-            return remaining_ms is not None and remaining_ms() < self._min_remaining_ms
-
-        # First one page of every shard, so the oldest record of each is known even if time runs out.
-        for shard in shards:
-            if out_of_time():
-                break
-            self._fetch(shard, cutoff, report)
-        while not all(shard.exhausted for shard in shards) and not out_of_time():
-            for shard in shards:
-                if shard.exhausted or out_of_time():
-                    continue
-                if not shard.buffer:
-                    self._fetch(shard, cutoff, report)
-                    continue
-                chunk, shard.buffer = shard.buffer[: self._chunk_size], shard.buffer[self._chunk_size :]
-                report.found += len(chunk)
-                left_created.extend(self._reconcile(chunk, report, out_of_time))
-        oldest_candidates: list[int] = list(left_created)
-        for shard in shards:
-            if not shard.exhausted:
-                report.complete = False
-            left_created.extend(entry.created_at for entry in shard.buffer)
-            oldest_candidates.extend(entry.created_at for entry in shard.buffer)
-            if shard.next_key is not None and shard.next_created_at is not None:
-                oldest_candidates.append(shard.next_created_at)  # the unread rest is at least this old
-        report.left_pending = len(left_created)
-        if oldest_candidates:
-            report.oldest_pending_age_seconds = max(0, int(self._clock() - min(oldest_candidates)))
+        progress = _Progress(shards[rotation:] + shards[:rotation])
+        if remaining_ms is None:
+            self._work(progress, started - self._after, lambda: False)
+        else:
+            worker = threading.Thread(
+                target=self._work,
+                args=(progress, started - self._after, lambda: remaining_ms() < self._min_remaining_ms),
+                name="reconciler-run",
+                daemon=True,  # a call in flight at the deadline must not keep the process
+            )
+            worker.start()
+            # Waits in short slices, each bounded by the time left, so the wait follows the
+            # invocation's own clock (whatever ``remaining_ms`` measures).
+            while worker.is_alive() and (left_ms := remaining_ms() - self._return_margin_ms) > 0:
+                worker.join(timeout=min(left_ms / 1000, WAIT_SLICE_S))
+            if worker.is_alive():
+                logger.warning(ABANDONED)
+                with progress.lock:
+                    progress.report.errors.append(ABANDONED)
+        report = self._close(progress)
+        if progress.crash is not None:
+            raise progress.crash
         logger.info("reconciliation run", extra=report.as_dict())
         return report
 
-    def _fetch(self, shard: _Shard, cutoff: float, report: RunReport) -> None:
+    def _work(self, progress: _Progress, cutoff: float, out_of_time: Callable[[], bool]) -> None:
+        """The run's work: first one page of every shard, then chunks round-robin, until done or out of time."""
+        try:
+            # First one page of every shard, so the oldest record of each is known even if time runs out.
+            for shard in progress.shards:
+                if out_of_time() or progress.closed:
+                    return
+                self._fetch(progress, shard, cutoff)
+            while not progress.closed and not out_of_time():
+                with progress.lock:
+                    open_shards = [shard for shard in progress.shards if not shard.exhausted]
+                if not open_shards:
+                    return
+                for shard in open_shards:
+                    if out_of_time() or progress.closed:
+                        return
+                    if not shard.buffer:
+                        self._fetch(progress, shard, cutoff)
+                        continue
+                    with progress.lock:
+                        if progress.closed:
+                            return
+                        chunk, shard.buffer = shard.buffer[: self._chunk_size], shard.buffer[self._chunk_size :]
+                        progress.in_flight = [entry.created_at for entry in chunk]
+                    part = RunReport(found=len(chunk))
+                    left = self._reconcile(chunk, part, out_of_time)
+                    with progress.lock:
+                        if progress.closed:
+                            return
+                        progress.report.add(part)
+                        progress.left_created.extend(left)
+                        progress.in_flight = []
+        except Exception as exc:  # a bug or an unforeseen SDK error: reported, and the invocation fails
+            logger.exception("reconciliation run failed")
+            with progress.lock:
+                if not progress.closed:
+                    progress.report.failed = True
+                    progress.report.errors.append(f"{type(exc).__name__}: {exc}")
+        except BaseException as crash:  # the process is going down: the caller re-raises it
+            with progress.lock:
+                progress.crash = crash
+            raise
+
+    def _close(self, progress: _Progress) -> RunReport:
+        """Close the run (the worker's later results are discarded) and make its report."""
+        with progress.lock:
+            progress.closed = True
+            report = progress.report
+            left_created = progress.left_created + progress.in_flight
+            oldest_candidates: list[int] = list(left_created)
+            if progress.in_flight:
+                report.complete = False
+            for shard in progress.shards:
+                if not shard.exhausted:
+                    report.complete = False
+                if not shard.queried:
+                    report.shards_unread += 1
+                left_created.extend(entry.created_at for entry in shard.buffer)
+                oldest_candidates.extend(entry.created_at for entry in shard.buffer)
+                if shard.next_key is not None and shard.next_created_at is not None:
+                    oldest_candidates.append(shard.next_created_at)  # the unread rest is at least this old
+            report.left_pending = len(left_created)
+            if oldest_candidates:
+                report.oldest_pending_age_seconds = max(0, int(self._clock() - min(oldest_candidates)))
+            report.errors = list(report.errors)
+            return report
+
+    def _fetch(self, progress: _Progress, shard: _Shard, cutoff: float) -> None:
         """The shard's next page into its buffer; a failed query ends the shard for this run."""
         if shard.queried and shard.next_key is None:
             return
         try:
             page = self._index.page(shard.name, created_before=cutoff, start_key=shard.next_key, limit=self._page_size)
         except TransientError as exc:
-            shard.failed = True
-            report.complete = False
-            report.errors.append(f"shard {shard.name}: {exc}")
             logger.warning("pending-index query failed", extra={"shard": shard.name, "error": str(exc)[:500]})
+            with progress.lock:
+                if not progress.closed:
+                    shard.failed = True
+                    progress.report.complete = False
+                    progress.report.errors.append(f"shard {shard.name}: {exc}")
             return
-        shard.queried = True
-        shard.buffer.extend(page.entries)
-        shard.next_key = page.next_key
-        shard.next_created_at = page.entries[-1].created_at if page.entries else None
+        with progress.lock:
+            if progress.closed:
+                return
+            shard.queried = True
+            shard.buffer.extend(page.entries)
+            shard.next_key = page.next_key
+            shard.next_created_at = page.entries[-1].created_at if page.entries else None
 
     def _reconcile(self, chunk: Sequence[IndexEntry], report: RunReport, out_of_time: Callable[[], bool]) -> list[int]:
         """Confirm, publish and mark one chunk; return the creation times of what it left pending."""
         created = {entry.event_id: entry.created_at for entry in chunk}
         try:
-            records, unread = self._index.read_pending([entry.event_id for entry in chunk])
+            records, stale, unread = self._index.read_listed([entry.event_id for entry in chunk])
             rows, rows_unread = self._index.read_order_rows([record.order_id for record in records])
         except TransientError as exc:
             report.errors.append(str(exc))
             logger.warning("pending records not read", extra={"error": str(exc)[:500]})
             return list(created.values())
         report.already_sent += len(created) - len(records) - len(unread)
+        for event_id in stale:  # sent, yet still indexed (marked by 0.1.0 after a rollback)
+            try:
+                report.released += self._store.release_sent(event_id)
+            except OrderPipelineError as exc:  # the next run finds it again
+                report.errors.append(str(exc))
         left = [created[event_id] for event_id in unread]
         notifications: list[Notification] = []
         for record in records:

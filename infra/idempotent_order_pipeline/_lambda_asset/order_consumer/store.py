@@ -50,6 +50,14 @@ ORDER_IS_NEW = "attribute_not_exists(order_id)"
 EVENT_IS_PENDING_WITH_THIS_CONTENT = "#status = :pending AND payload_sha256 = :sha"
 # The sent mark: status, sent time and expiry set, the record leaves the pending index.
 MARK_SENT = f"SET #status = :sent, sent_at = :now, #ttl = :ttl REMOVE {PENDING_SHARD_ATTRIBUTE}"
+# A record an earlier version left pending under another key than today's (0.1.0 derived keys
+# without escaping): put it in the pending index and drop the ttl 0.1.0 gave it, so it is found by
+# the reconciler and `pending` and never expires while pending.
+ADOPT_PENDING = f"SET {PENDING_SHARD_ATTRIBUTE} = :shard REMOVE #ttl"
+# A record marked sent by a version that left it in the pending index (0.1.0 after a rollback):
+# out of the index, and an expiry if it has none (from now: later than its true sent time, never earlier).
+SENT_STILL_INDEXED = f"#status = :sent AND attribute_exists({PENDING_SHARD_ATTRIBUTE})"
+RELEASE_SENT = f"SET #ttl = if_not_exists(#ttl, :ttl) REMOVE {PENDING_SHARD_ATTRIBUTE}"
 
 # Cancellation reason codes (TransactWriteItems), per item.
 _NO_FAILURE = "None"
@@ -192,6 +200,62 @@ class OrderStore:
                 event_id=str(_value(item, "event_id")), payload_sha256=str(_value(item, "payload_sha256"))
             )
         raise StoreUnavailableError(f"order transaction cancelled without a reason: {codes}") from exc
+
+    def adopt_pending(self, event_id: str, payload_sha256: str) -> bool:
+        """Whether the record ``event_id`` is ``pending`` with this content; if so it is now in the
+        pending index and carries no ``ttl`` (a record another key's delivery found through its order row).
+
+        Raises:
+            StoreUnavailableError: the call failed; nothing is known.
+        """
+        try:
+            self._client.update_item(
+                TableName=self._events_table,
+                Key={"event_id": {"S": event_id}},
+                UpdateExpression=ADOPT_PENDING,
+                ConditionExpression=EVENT_IS_PENDING_WITH_THIS_CONTENT,
+                ExpressionAttributeNames={"#status": "status", "#ttl": "ttl"},
+                ExpressionAttributeValues={
+                    ":pending": {"S": STATUS_PENDING},
+                    ":sha": {"S": payload_sha256},
+                    ":shard": {"S": pending_shard(event_id)},
+                },
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                return False  # sent, gone, or another content: nothing left to notify for it
+            raise _translate(exc, "the pending check of the order row's event") from exc
+        except BotoCoreError as exc:
+            raise StoreUnavailableError(f"DynamoDB unreachable: {exc}") from exc
+        return True
+
+    def release_sent(self, event_id: str) -> bool:
+        """Take a ``sent`` record out of the pending index and give it a ``ttl`` if it has none.
+
+        Returns False when it was not such a record any more (nothing changed).
+
+        Raises:
+            StoreUnavailableError: the call failed.
+        """
+        try:
+            self._client.update_item(
+                TableName=self._events_table,
+                Key={"event_id": {"S": event_id}},
+                UpdateExpression=RELEASE_SENT,
+                ConditionExpression=SENT_STILL_INDEXED,
+                ExpressionAttributeNames={"#status": "status", "#ttl": "ttl"},
+                ExpressionAttributeValues={
+                    ":sent": {"S": STATUS_SENT},
+                    ":ttl": {"N": str(int(self._clock()) + self._ttl_seconds)},
+                },
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                return False
+            raise _translate(exc, "the release of a sent record from the pending index") from exc
+        except BotoCoreError as exc:
+            raise StoreUnavailableError(f"DynamoDB unreachable: {exc}") from exc
+        return True
 
     def mark_sent(self, notification: Notification) -> bool:
         """Mark one notified record ``sent`` (``ttl`` set, ``pending_shard`` removed): one conditional

@@ -1,8 +1,8 @@
 """SQS and SNS batch limits, message sizes, and the one chunking rule every batch call uses.
 
 The consumer's notifier (SNS ``PublishBatch``) and parking (SQS ``SendMessageBatch``), the producer
-and the CLI's redrive all split their entries the same way: consecutive chunks of at most
-:data:`MAX_BATCH_ENTRIES` entries and :data:`MAX_BATCH_BYTES` bytes, counted by
+and the CLI's redrive all split their entries the same way (:func:`batch_calls`): consecutive chunks
+of at most :data:`MAX_BATCH_ENTRIES` entries and :data:`MAX_BATCH_BYTES` bytes, counted by
 :func:`message_bytes`. An entry larger than the byte limit on its own goes alone and the service
 decides, so the caller reports the service's answer for it instead of dropping it silently.
 
@@ -31,6 +31,14 @@ MAX_BATCH_ENTRIES = 10
 MAX_BATCH_BYTES = 256 * 1024
 #: Message attributes per SQS message (and per SNS message delivered to SQS).
 MAX_MESSAGE_ATTRIBUTES = 10
+#: The largest message (body and attributes, as SQS counts them) the consumer is built and tested for:
+#: the queue's ``MaximumMessageSize`` (the construct's ``max_message_size``) is at most this.
+MAX_MESSAGE_BYTES = 256 * 1024
+#: The dead-letter queue's ``MaximumMessageSize`` (SQS's largest). A parked message is the original
+#: plus its reason and envelope: at most the original's body, three times its attributes (the
+#: envelope's JSON escapes a non-ASCII character as up to 12 bytes for 4) and 8 KiB, so any message
+#: of :data:`MAX_MESSAGE_BYTES` fits with room to spare, and is parked whole, never truncated.
+DEAD_LETTER_MAX_MESSAGE_BYTES = 1024 * 1024
 
 #: Characters SQS and SNS refuse in a body or a string attribute value. Their documented allowed set
 #: is #x9, #xA, #xD, #x20-#xD7FF, #xE000-#xFFFD, #x10000-#x10FFFF: control characters and lone
@@ -113,3 +121,13 @@ def constrained_batches(
         batch_size += item_size
     if batch:
         yield batch
+
+
+def batch_calls(items: Iterable[T], get_len: Callable[[T], int]) -> Iterator[list[T]]:
+    """Chunks of ``items`` for one ``SendMessageBatch`` or ``PublishBatch`` call each.
+
+    At most :data:`MAX_BATCH_ENTRIES` items and :data:`MAX_BATCH_BYTES` (``get_len``: an item's
+    :func:`message_bytes`) per chunk; an item over the byte limit goes alone, so the service's
+    answer, not a silent drop, is its result.
+    """
+    return constrained_batches(items, MAX_BATCH_BYTES, MAX_BATCH_ENTRIES, get_len=get_len, strict=False)

@@ -1,7 +1,8 @@
 """Every domain error of the order pipeline, under one base class.
 
-Callers branch on these classes, never on botocore error codes: the store, notifier and
-dead-letter modules translate low-level errors with ``raise ... from exc``.
+Callers branch on these classes, never on botocore error codes: the store and the pending-index
+reader translate low-level errors with ``raise ... from exc``; the notifier and the dead-letter
+queue report a failed entry as its result instead, so one refused entry never fails the others.
 
 Two families decide what happens to an SQS record:
 
@@ -80,17 +81,9 @@ class StoreUnavailableError(TransientError):
     """DynamoDB did not apply the write: throttling, a transaction conflict, a 5xx or a network error."""
 
 
-class NotificationFailedError(TransientError):
-    """SNS did not accept the notification; the record stays ``pending`` and is republished later."""
-
-
-class DeadLetterSendError(TransientError):
-    """A permanent failure could not be parked in the DLQ, so the record must not be acknowledged."""
-
-
-class OutOfTimeError(TransientError):
-    """Too little invocation time was left to start the record; SQS redelivers it."""
-
-
 class OrderSendError(OrderPipelineError):
     """SQS did not accept an order message from the producer (after the client's own retries)."""
+
+
+class ReconciliationFailedError(OrderPipelineError):
+    """A reconciliation run ended on an unforeseen error; its metrics went out, the invocation fails."""

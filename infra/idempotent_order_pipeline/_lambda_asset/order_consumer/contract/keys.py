@@ -5,17 +5,16 @@ The idempotency key (stored as ``event_id``) is never the SQS message id. It is 
 1. the body field ``event_id``;
 2. the message attribute ``idempotency_key``;
 3. the SHA-256 hex digest of the values of the identity fields, in order, each escaped
-   (``\\`` -> ``\\\\``, then ``|`` -> ``\\|``) and joined with ``|``. A value without ``|`` or ``\\``
-   is unchanged by the escaping, so its key is the same as before escaping existed; distinct
-   tuples of values can no longer give one joined text (``("o|1", "c")`` vs ``("o", "1|c")``).
+   (``\\`` -> ``\\\\``, then ``|`` -> ``\\|``) and joined with ``|``, so that distinct tuples of
+   values never give one joined text (``("o|1", "c")`` vs ``("o", "1|c")``). A value without ``|``
+   or ``\\`` is unchanged by the escaping, so its key is also the one a plain join gives (0.1.0's).
 
 ``payload_sha256`` fingerprints the order's content (every body field except ``event_id``) in its
 canonical JSON (:mod:`order_consumer.contract.canonical_json`): equal for equal content whatever the
 key order, whitespace or number spelling, and different for any two numbers DynamoDB tells apart.
-
-The text checks (:mod:`~order_consumer.contract.unicode_text`), exact numbers
-(:mod:`~order_consumer.contract.dynamodb_numbers`) and canonical JSON are re-exported here, so a
-caller that derives keys needs one import.
+The text checks are in :mod:`~order_consumer.contract.unicode_text`, exact numbers in
+:mod:`~order_consumer.contract.dynamodb_numbers`; library users import all of it from
+:mod:`idempotent_order_pipeline.keys`.
 """
 
 from __future__ import annotations
@@ -24,34 +23,9 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .canonical_json import MAX_NESTING_DEPTH, canonical_json, path_text
-from .dynamodb_numbers import MAX_SIGNIFICANT_DIGITS, number_from_literal, number_text
+from .canonical_json import canonical_json
 from .errors import IdempotencyKeyMismatchError, InvalidMessageError, MissingIdentityFieldError
-from .unicode_text import check_identifier, check_text, is_valid_text
-
-__all__ = [
-    "DEFAULT_IDENTITY_FIELDS",
-    "EVENT_ID_FIELD",
-    "IDEMPOTENCY_KEY_ATTRIBUTE",
-    "IDENTITY_ESCAPE",
-    "IDENTITY_SEPARATOR",
-    "MAX_EVENT_ID_BYTES",
-    "MAX_NESTING_DEPTH",
-    "MAX_SIGNIFICANT_DIGITS",
-    "canonical_json",
-    "check_identifier",
-    "check_text",
-    "derive_event_id",
-    "escape_identity_value",
-    "identity_text",
-    "is_valid_text",
-    "number_from_literal",
-    "number_text",
-    "parse_identity_fields",
-    "path_text",
-    "payload_sha256",
-    "resolve_event_id",
-]
+from .unicode_text import check_identifier, check_text
 
 EVENT_ID_FIELD = "event_id"
 IDEMPOTENCY_KEY_ATTRIBUTE = "idempotency_key"

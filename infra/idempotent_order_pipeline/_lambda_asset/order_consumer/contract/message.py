@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
@@ -39,6 +39,7 @@ from .errors import (
     UnserializableValueError,
 )
 from .keys import DEFAULT_IDENTITY_FIELDS, EVENT_ID_FIELD, IDEMPOTENCY_KEY_ATTRIBUTE, payload_sha256, resolve_event_id
+from .parked import producer_attributes
 from .unicode_text import check_identifier, check_text, is_valid_text
 
 ORDER_ID_FIELD = "order_id"
@@ -59,6 +60,10 @@ class OrderMessage:
     payload_sha256: str
     #: The order row as DynamoDB attribute values: the body's fields, ``event_id``, ``payload_sha256``.
     order_item: dict[str, AttributeValue] = field(repr=False)
+
+    def without_item(self) -> OrderMessage:
+        """The same message without its order row (once written, only the ids are needed; the row can be big)."""
+        return replace(self, order_item={})
 
 
 def _reject_constant(name: str) -> Any:
@@ -333,8 +338,12 @@ def parse_order_message(
     check_identifier(order_id, "body field 'order_id'")
     if PAYLOAD_SHA256_FIELD in order:
         raise InvalidMessageError(f"body field {PAYLOAD_SHA256_FIELD!r} is reserved for the pipeline")
+    # A message a move task brought back from the DLQ carries the consumer's envelope: its packed
+    # originals (the idempotency key among them) are the producer's attributes.
     check_attributes(attributes or {})
-    event_id = resolve_event_id(order, string_attribute(attributes or {}, IDEMPOTENCY_KEY_ATTRIBUTE), identity_fields)
+    originals = producer_attributes(attributes or {})
+    check_attributes(originals)
+    event_id = resolve_event_id(order, string_attribute(originals, IDEMPOTENCY_KEY_ATTRIBUTE), identity_fields)
     fingerprint = payload_sha256(order)
     row = {**order, EVENT_ID_FIELD: event_id, PAYLOAD_SHA256_FIELD: fingerprint}
     item = _to_item(row)

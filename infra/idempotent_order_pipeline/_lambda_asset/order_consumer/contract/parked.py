@@ -105,7 +105,7 @@ def envelope_of(
     if system_attributes is not None and MOVED_BY_SQS_ATTRIBUTE in system_attributes:
         return None
     marker = attributes.get(PARKED_ATTRIBUTE)
-    return Envelope.read(marker.get(string_key)) if marker is not None else None
+    return Envelope.read(marker.get(string_key)) if isinstance(marker, Mapping) else None
 
 
 def unparked(attributes: Mapping[str, Mapping[str, Any]], envelope: Envelope | None) -> dict[str, dict[str, Any]]:
@@ -116,3 +116,18 @@ def unparked(attributes: Mapping[str, Mapping[str, Any]], envelope: Envelope | N
     if envelope is None:
         return {name: dict(value) for name, value in attributes.items()}
     return {name: dict(value) for name, value in attributes.items() if name not in envelope.added}
+
+
+def producer_attributes(attributes: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """A Lambda event record's attributes as the producer sent them: what the consumer's envelope says it
+    added removed, and what it packed unpacked (packed values win: they are the originals).
+
+    The one reading of a parked message's attributes for the consumer: a message a move task brought
+    back from the DLQ as it is keeps its packed ``idempotency_key``, and parking it again packs the
+    originals, never the earlier reason. A message without the envelope is returned unchanged.
+    """
+    envelope = envelope_of(attributes, string_key="stringValue")
+    originals = unparked(attributes, envelope)
+    if envelope is not None:
+        originals.update(envelope.packed)
+    return originals

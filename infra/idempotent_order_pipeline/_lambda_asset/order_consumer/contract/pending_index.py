@@ -33,8 +33,16 @@ PENDING_SHARDS = 32
 # included, as IAM requires.
 #: An index entry: the table's key and the index's keys.
 INDEX_ENTRY_ATTRIBUTES = ("event_id", PENDING_SHARD_ATTRIBUTE, PENDING_SINCE_ATTRIBUTE)
-#: A processed-events record, as a reconciliation needs it.
-PENDING_RECORD_ATTRIBUTES = ("event_id", "status", "order_id", "payload_sha256", PENDING_SINCE_ATTRIBUTE)
+#: A processed-events record, as a reconciliation needs it (the shard: a record marked ``sent`` that
+#: still has one was marked by 0.1.0 after a rollback, and is released from the index).
+PENDING_RECORD_ATTRIBUTES = (
+    "event_id",
+    "status",
+    "order_id",
+    "payload_sha256",
+    PENDING_SINCE_ATTRIBUTE,
+    PENDING_SHARD_ATTRIBUTE,
+)
 #: An order row's identity part (never the order itself).
 ORDER_ROW_ATTRIBUTES = ("order_id", "event_id", "payload_sha256")
 #: The only ``Select`` the reads use (implied by a ProjectionExpression, and written out on Query).

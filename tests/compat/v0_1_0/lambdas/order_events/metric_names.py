@@ -1,0 +1,24 @@
+"""Names of the consumer's outcome metrics (EMF, unit Count, dimension ``service``).
+
+Shared by the handler, which emits every one on every invocation (zeros included, so alarms see
+data), and the construct, which builds its alarms, dashboard and ``metric_*`` methods on them.
+"""
+
+from __future__ import annotations
+
+ORDERS_RECORDED = "OrdersRecorded"
+DUPLICATES_SKIPPED = "DuplicatesSkipped"
+NOTIFICATIONS_PUBLISHED = "NotificationsPublished"
+NOTIFICATIONS_REPUBLISHED = "NotificationsRepublished"
+CONFLICTS = "Conflicts"
+INVALID_MESSAGES = "InvalidMessages"
+TRANSIENT_FAILURES = "TransientFailures"
+OUTCOME_METRICS = (
+    ORDERS_RECORDED,
+    DUPLICATES_SKIPPED,
+    NOTIFICATIONS_PUBLISHED,
+    NOTIFICATIONS_REPUBLISHED,
+    CONFLICTS,
+    INVALID_MESSAGES,
+    TRANSIENT_FAILURES,
+)

@@ -1,0 +1,386 @@
+"""The producer client: send orders to the pipeline's queue carrying the key the consumer resolves.
+
+Seed 004's first two layers live here: the idempotency key is derived from the order's content by
+:mod:`order_events.keys` (the function the consumer uses) and travels twice, as the body field
+``event_id`` and as the ``idempotency_key`` message attribute. Sending the same order twice - a
+retry after a timeout, a replayed file - yields the same key, so the consumer records it once.
+
+Every order is checked against the consumer's message contract before it is sent
+(:func:`order_events.message.parse_order_message`): an order the consumer would park in the DLQ is
+refused here with :class:`~order_events.errors.InvalidMessageError` instead.
+
+The body is the canonical JSON of the order (:func:`order_events.keys.canonical_json`): numbers are
+written exactly, so a :class:`~decimal.Decimal` such as ``Decimal("0.10")`` arrives as ``0.1``,
+never as a binary float. On a FIFO queue the message group is the order (``order_id``) and the
+deduplication id the event, so SQS itself drops a resend within its five-minute window.
+
+Delivery is at least once: when a call fails in a way that leaves its outcome unknown (a timeout
+after SQS accepted the batch), the retry may enqueue an order a second time. That is safe - the key
+is the same, so the consumer records it once - and it is the only way not to lose it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError
+
+from order_events.errors import InvalidMessageError, OrderSendError, PermanentError
+from order_events.keys import (
+    DEFAULT_IDENTITY_FIELDS,
+    EVENT_ID_FIELD,
+    IDEMPOTENCY_KEY_ATTRIBUTE,
+    canonical_json,
+    resolve_event_id,
+)
+from order_events.message import ORDER_ID_FIELD, parse_order_message
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs.client import SQSClient
+    from mypy_boto3_sqs.type_defs import MessageAttributeValueTypeDef, SendMessageBatchRequestEntryTypeDef
+
+#: SendMessageBatch takes at most 10 entries...
+MAX_BATCH_ENTRIES = 10
+#: ...and at most this many bytes of bodies and attributes in all (SQS's classic 256 KiB limit,
+#: accepted by every queue). A single larger message is sent alone and SQS decides.
+MAX_BATCH_BYTES = 256 * 1024
+#: Default of ``max_attempts``: calls per batch chunk before the remaining entries are given up.
+DEFAULT_MAX_ATTEMPTS = 5
+#: Default backoff before retry n: a random delay up to ``min(cap, base * 2**(n-1))`` seconds.
+DEFAULT_BACKOFF_BASE_SECONDS = 0.1
+DEFAULT_BACKOFF_CAP_SECONDS = 5.0
+#: The default client retries throttling and 5xx errors inside each call (standard mode).
+CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=3, read_timeout=10)
+
+# SQS FIFO group and deduplication ids: 1 to 128 characters of this alphabet.
+_FIFO_ID = re.compile(r"^[A-Za-z0-9!\"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~]{1,128}$")
+# Characters SQS refuses in a message body (outside #x9 | #xA | #xD | #x20-#xD7FF | #xE000-#xFFFD |
+# #x10000-#x10FFFF). They can only occur inside JSON strings, where a \\u escape means the same.
+_NOT_SQS_SAFE = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+# Whole-call error codes worth another attempt (boto3's standard mode has already retried them).
+_THROTTLING_CODES = frozenset(
+    {"Throttling", "ThrottlingException", "RequestThrottled", "AWS.SimpleQueueService.RequestThrottled"}
+)
+
+
+def fifo_id(value: str) -> str:
+    """``value`` when SQS accepts it as a FIFO group or deduplication id, else its SHA-256 hex."""
+    return value if _FIFO_ID.match(value) else hashlib.sha256(value.encode("utf-8")).hexdigest()
+
+
+def encode_body(order: Mapping[str, Any]) -> str:
+    """The canonical JSON of ``order``, with the characters SQS refuses written as ``\\u`` escapes.
+
+    Raises:
+        InvalidMessageError: a value is not JSON (a datetime, a set, NaN, ...).
+    """
+    try:
+        text = canonical_json(order)
+    except (TypeError, ValueError) as exc:
+        raise InvalidMessageError(f"order cannot be written as JSON: {exc}") from exc
+    return _NOT_SQS_SAFE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+
+
+@dataclass(frozen=True)
+class PreparedOrder:
+    """One order as it will be sent: the body with its ``event_id``, and the key as an attribute."""
+
+    event_id: str
+    order_id: str
+    body: str
+
+    @property
+    def attributes(self) -> dict[str, MessageAttributeValueTypeDef]:
+        """The message attributes: ``idempotency_key`` = the event id."""
+        return {IDEMPOTENCY_KEY_ATTRIBUTE: {"DataType": "String", "StringValue": self.event_id}}
+
+    @property
+    def size(self) -> int:
+        """Bytes SQS counts for the message (body, attribute names, types and values)."""
+        attribute = len(IDEMPOTENCY_KEY_ATTRIBUTE) + len("String") + len(self.event_id.encode("utf-8"))
+        return len(self.body.encode("utf-8")) + attribute
+
+
+@dataclass(frozen=True)
+class SendResult:
+    """What happened to one order of :meth:`OrderPublisher.send_batch` (``index``: its position)."""
+
+    index: int
+    event_id: str | None
+    order_id: str | None
+    message_id: str | None = None
+    #: Why it was not sent (None when it was).
+    error: str | None = None
+    #: ``INVALID_MESSAGE``, ``ITEM_TOO_LARGE`` (refused before sending), ``REJECTED`` (SQS refused the
+    #: entry: retrying cannot help) or ``GAVE_UP`` (still failing after ``max_attempts`` calls).
+    error_code: str | None = None
+    #: SendMessageBatch calls this order took part in.
+    attempts: int = 0
+
+    @property
+    def ok(self) -> bool:
+        """Whether SQS accepted the order."""
+        return self.message_id is not None
+
+    @classmethod
+    def of(
+        cls,
+        index: int,
+        prepared: PreparedOrder,
+        attempts: int,
+        *,
+        message_id: str | None = None,
+        error: str | None = None,
+        error_code: str | None = None,
+    ) -> SendResult:
+        """The result of a prepared order after ``attempts`` calls: sent (``message_id``) or not (``error``)."""
+        return cls(
+            index=index,
+            event_id=prepared.event_id,
+            order_id=prepared.order_id,
+            message_id=message_id,
+            error=error,
+            error_code=error_code,
+            attempts=attempts,
+        )
+
+
+def _retryable(exc: Exception) -> bool:
+    """Whether a whole-call failure may succeed on another attempt."""
+    if isinstance(exc, BotoCoreError):
+        return True  # connection or timeout: SQS may not have received the call
+    if isinstance(exc, ClientError):
+        code = exc.response.get("Error", {}).get("Code", "")
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
+        return code in _THROTTLING_CODES or status >= 500
+    return False
+
+
+def _chunks(prepared: Sequence[tuple[int, PreparedOrder]]) -> Iterable[list[tuple[int, PreparedOrder]]]:
+    """Consecutive groups of at most MAX_BATCH_ENTRIES entries and MAX_BATCH_BYTES bytes."""
+    chunk: list[tuple[int, PreparedOrder]] = []
+    size = 0
+    for entry in prepared:
+        entry_size = entry[1].size
+        if chunk and (len(chunk) == MAX_BATCH_ENTRIES or size + entry_size > MAX_BATCH_BYTES):
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(entry)
+        size += entry_size
+    if chunk:
+        yield chunk
+
+
+class OrderPublisher:
+    """Sends orders to the pipeline's queue. Thread-safe.
+
+    Args:
+        queue_url: the pipeline's queue (the stack output ``QueueUrl``); a URL ending in ``.fifo``
+            gets a message group (the order id) and a deduplication id (the event id).
+        identity_fields: the fields hashed into the key of an order without ``event_id``; use the
+            consumer's ``IDENTITY_FIELDS`` so that both sides derive the same key.
+        client: an SQS client; by default one is created from boto3's default session at first use.
+        max_attempts: SendMessageBatch calls per chunk of 10 before the entries still failing are
+            given up (reported with ``GAVE_UP``).
+        sleep: how to wait between attempts (tests pass a fake).
+    """
+
+    def __init__(
+        self,
+        queue_url: str,
+        *,
+        identity_fields: Sequence[str] = DEFAULT_IDENTITY_FIELDS,
+        client: SQSClient | None = None,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        backoff_base_seconds: float = DEFAULT_BACKOFF_BASE_SECONDS,
+        backoff_cap_seconds: float = DEFAULT_BACKOFF_CAP_SECONDS,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if max_attempts < 1:
+            raise ValueError(f"max_attempts={max_attempts!r}: expected at least 1")
+        if not identity_fields:
+            raise ValueError("identity_fields is empty; expected at least one field name, e.g. ('order_id',)")
+        self.queue_url = queue_url
+        self.identity_fields = tuple(identity_fields)
+        self.fifo = queue_url.endswith(".fifo")
+        self._client = client
+        self._client_lock = threading.Lock()
+        self._max_attempts = max_attempts
+        self._backoff_base = backoff_base_seconds
+        self._backoff_cap = backoff_cap_seconds
+        self._sleep = sleep
+
+    @property
+    def client(self) -> SQSClient:
+        """The SQS client (created at first use unless one was injected)."""
+        with self._client_lock:
+            if self._client is None:
+                self._client = boto3.client("sqs", config=CLIENT_CONFIG)
+            return self._client
+
+    # --- one order ---------------------------------------------------------------------------------
+
+    def prepare(self, order: Mapping[str, Any]) -> PreparedOrder:
+        """Resolve the order's key and build the message the consumer will accept.
+
+        The key is the order's own ``event_id`` when it has one, else derived from the identity
+        fields (:func:`order_events.keys.resolve_event_id`, as the consumer resolves it).
+
+        Raises:
+            InvalidMessageError: the consumer would park this order in the DLQ (the message says why).
+            ItemTooLargeError: its order row would exceed DynamoDB's 400 KB item limit.
+        """
+        if not isinstance(order, Mapping):
+            raise InvalidMessageError(f"an order must be a JSON object, got {type(order).__name__}")
+        event_id = resolve_event_id(order, None, self.identity_fields)
+        body = encode_body({**order, EVENT_ID_FIELD: event_id})
+        # The consumer's own check, on the exact message it will receive.
+        message = parse_order_message(
+            body,
+            {IDEMPOTENCY_KEY_ATTRIBUTE: {"dataType": "String", "stringValue": event_id}},
+            self.identity_fields,
+        )
+        return PreparedOrder(event_id=message.event_id, order_id=message.order_id, body=body)
+
+    def _fifo_parameters(self, prepared: PreparedOrder) -> dict[str, str]:
+        if not self.fifo:
+            return {}
+        return {"MessageGroupId": fifo_id(prepared.order_id), "MessageDeduplicationId": fifo_id(prepared.event_id)}
+
+    def send(self, order: Mapping[str, Any]) -> str:
+        """Send one order; return its event id (the idempotency key).
+
+        Raises:
+            InvalidMessageError, ItemTooLargeError: the consumer would refuse the order; nothing was sent.
+            OrderSendError: SQS did not accept it (after the client's retries); sending the same
+                order again is safe.
+        """
+        prepared = self.prepare(order)
+        try:
+            self.client.send_message(
+                QueueUrl=self.queue_url,
+                MessageBody=prepared.body,
+                MessageAttributes=prepared.attributes,
+                **self._fifo_parameters(prepared),  # type: ignore[arg-type]
+            )
+        except (ClientError, BotoCoreError) as exc:
+            raise OrderSendError(
+                f"order {prepared.order_id!r:.80} (event {prepared.event_id}) not sent: {exc}"
+            ) from exc
+        return prepared.event_id
+
+    # --- many orders -------------------------------------------------------------------------------
+
+    def send_batch(self, orders: Iterable[Mapping[str, Any]]) -> list[SendResult]:
+        """Send orders with SendMessageBatch, 10 at a time; return one result per order, in order.
+
+        Entries SQS reports as failed through no fault of the sender are retried, alone, with
+        backoff; entries it rejects (``SenderFault``) and invalid orders are reported, not retried.
+        A whole call that fails with a throttling, 5xx or network error is retried too. Never
+        raises for a single order: check :attr:`SendResult.ok`.
+        """
+        results: dict[int, SendResult] = {}
+        prepared: list[tuple[int, PreparedOrder]] = []
+        for index, order in enumerate(orders):
+            try:
+                prepared.append((index, self.prepare(order)))
+            except PermanentError as exc:  # InvalidMessageError, ItemTooLargeError: nothing to send
+                order_id = order.get(ORDER_ID_FIELD) if isinstance(order, Mapping) else None
+                results[index] = SendResult(
+                    index=index,
+                    event_id=None,
+                    order_id=order_id if isinstance(order_id, str) else None,
+                    error=str(exc),
+                    error_code=exc.error_code,
+                )
+        sent = self.send_prepared([entry for _, entry in prepared])
+        for (index, _), result in zip(prepared, sent, strict=True):
+            results[index] = replace(result, index=index)
+        return [results[index] for index in sorted(results)]
+
+    def send_prepared(self, prepared: Sequence[PreparedOrder]) -> list[SendResult]:
+        """Send orders already checked by :meth:`prepare`, as :meth:`send_batch` does; one result each."""
+        results: dict[int, SendResult] = {}
+        for chunk in _chunks(list(enumerate(prepared))):
+            results.update(self._send_chunk(chunk))
+        return [results[index] for index in range(len(prepared))]
+
+    def _backoff(self, attempt: int) -> float:
+        ceiling = min(self._backoff_cap, self._backoff_base * 2 ** (attempt - 1))
+        return random.uniform(0, ceiling)  # noqa: S311 - jitter, not cryptography
+
+    def _send_chunk(self, chunk: list[tuple[int, PreparedOrder]]) -> dict[int, SendResult]:
+        # Entry ids are the positions in the chunk: unique within each call, as SQS requires.
+        waiting = {str(position): entry for position, entry in enumerate(chunk)}
+        results: dict[int, SendResult] = {}
+        last_error: dict[str, str] = {}
+        attempt = 0
+        while waiting and attempt < self._max_attempts:
+            if attempt:
+                self._sleep(self._backoff(attempt))
+            attempt += 1
+            entries: list[SendMessageBatchRequestEntryTypeDef] = [
+                {
+                    "Id": entry_id,
+                    "MessageBody": prepared.body,
+                    "MessageAttributes": prepared.attributes,
+                    **self._fifo_parameters(prepared),  # type: ignore[typeddict-item]
+                }
+                for entry_id, (_, prepared) in waiting.items()
+            ]
+            try:
+                response = self.client.send_message_batch(QueueUrl=self.queue_url, Entries=entries)
+            except (ClientError, BotoCoreError) as exc:
+                if not _retryable(exc):
+                    for entry_id in list(waiting):
+                        index, prepared = waiting.pop(entry_id)
+                        results[index] = SendResult.of(
+                            index,
+                            prepared,
+                            attempt,
+                            error=f"SendMessageBatch failed: {exc}",
+                            error_code="REJECTED",
+                        )
+                    break
+                last_error.update(dict.fromkeys(waiting, f"SendMessageBatch failed: {exc}"))
+                continue
+            for success in response.get("Successful", []):
+                index, prepared = waiting.pop(success["Id"])
+                results[index] = SendResult.of(
+                    index,
+                    prepared,
+                    attempt,
+                    message_id=success["MessageId"],
+                )
+            for failure in response.get("Failed", []):
+                reason = f"{failure.get('Code', '?')}: {failure.get('Message', '')}".strip()
+                if failure.get("SenderFault") and failure["Id"] in waiting:
+                    index, prepared = waiting.pop(failure["Id"])
+                    results[index] = SendResult.of(
+                        index,
+                        prepared,
+                        attempt,
+                        error=f"SQS rejected the message: {reason}",
+                        error_code="REJECTED",
+                    )
+                else:
+                    last_error[failure["Id"]] = reason
+            # Entries in neither list stay waiting: their outcome is unknown, so they are sent again.
+        for entry_id, (index, prepared) in waiting.items():
+            results[index] = SendResult.of(
+                index,
+                prepared,
+                attempt,
+                error=f"not accepted after {attempt} attempt(s): {last_error.get(entry_id, 'no answer for the entry')}",
+                error_code="GAVE_UP",
+            )
+        return results
