@@ -8,9 +8,18 @@ from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
+from aws_cdk import aws_cloudwatch
 
 from idempotent_order_pipeline.monitoring import ALARM_KEYS
 from tests.infra.synth import REPO, resources_of_type
+
+#: TreatMissingData as CloudFormation spells it.
+CLOUDFORMATION_MISSING_DATA = {
+    aws_cloudwatch.TreatMissingData.BREACHING: "breaching",
+    aws_cloudwatch.TreatMissingData.NOT_BREACHING: "notBreaching",
+    aws_cloudwatch.TreatMissingData.IGNORE: "ignore",
+    aws_cloudwatch.TreatMissingData.MISSING: "missing",
+}
 
 
 def facade_example() -> str:
@@ -32,7 +41,7 @@ def test_the_documented_facade_raises_every_alarm_the_construct_leaves_to_it(tmp
     template = json.loads((tmp_path / stack.template_file).read_text())
     alarms = resources_of_type(template, "AWS::CloudWatch::Alarm")
     # THEN the construct created none, and the facade created one per alarm definition, with the
-    # construct's threshold, periods and description (the runbook link included)
+    # construct's threshold, periods, missing-data treatment and description (the runbook link included)
     assert dict(pipeline.alarms) == {}
     assert set(pipeline.alarm_definitions) == set(ALARM_KEYS)
     assert len(alarms) == len(ALARM_KEYS)
@@ -43,6 +52,6 @@ def test_the_documented_facade_raises_every_alarm_the_construct_leaves_to_it(tmp
         assert properties["Threshold"] == definition.threshold, key
         assert properties["EvaluationPeriods"] == definition.evaluation_periods, key
         assert properties["DatapointsToAlarm"] == definition.datapoints_to_alarm, key
-        assert properties["TreatMissingData"] == "notBreaching", key
+        assert properties["TreatMissingData"] == CLOUDFORMATION_MISSING_DATA[definition.treat_missing_data], key
     # AND the facade's own dashboards hold the metrics
     assert resources_of_type(template, "AWS::CloudWatch::Dashboard")

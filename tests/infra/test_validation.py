@@ -238,8 +238,14 @@ def test_docs_props_table_lists_every_prop_with_its_default() -> None:
         assert rows[name].startswith(f"`{_code_default(getattr(DEFAULTS, name))}`"), (name, rows[name])
 
 
-@pytest.mark.parametrize("size", [1023, 262_145, 1_048_576, 2048.5])
-def test_max_message_size_outside_what_the_consumer_handles_is_refused(fresh_stack: cdk.Stack, size: float) -> None:
+@pytest.mark.parametrize("size", [1023, 262_145, 1_048_576])
+def test_max_message_size_outside_what_the_consumer_handles_is_refused(fresh_stack: cdk.Stack, size: int) -> None:
     # GIVEN / WHEN a max_message_size SQS or the consumer cannot take / THEN synth names it and the range
     with pytest.raises(ValueError, match=r"max_message_size=.*: allowed a whole number of bytes from 1024 to 262144"):
-        IdempotentOrderPipeline(fresh_stack, "Pipeline", max_message_size=size)  # type: ignore[arg-type]
+        IdempotentOrderPipeline(fresh_stack, "Pipeline", max_message_size=size)
+
+
+def test_max_message_size_that_is_not_a_whole_number_is_refused_by_type(fresh_stack: cdk.Stack) -> None:
+    # GIVEN / WHEN a fractional max_message_size / THEN synth names the prop, the value and its type
+    with pytest.raises(ValueError, match=r"max_message_size=2048\.5 \(float\): allowed int"):
+        IdempotentOrderPipeline(fresh_stack, "Pipeline", max_message_size=2048.5)  # type: ignore[arg-type]
