@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cdk_cli_env import cdk_cli_environment
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 #: The committed acknowledgements of deliberate destructive changes (one reasoned line each).
 ACKNOWLEDGEMENTS = REPO_ROOT / "infra" / "destructive-changes.acknowledged"
@@ -244,18 +246,8 @@ def diff_block(output: str, logical_id: str) -> list[str]:
 
 
 def cdk_environment() -> dict[str, str]:
-    bin_dir = str(Path(sys.executable).parent)
-    return {
-        **os.environ,
-        "PATH": os.pathsep.join([bin_dir, os.environ.get("PATH", "")]),
-        "CDK_DISABLE_VERSION_CHECK": "1",
-        "CDK_CLI_NOTICES": "false",
-        "CDK_DISABLE_CLI_TELEMETRY": "true",
-        "JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION": "1",
-        "CI": "true",
-        "FORCE_COLOR": "0",
-        "NO_COLOR": "1",
-    }
+    """The CLI's environment, without colour codes in the diff the gate parses."""
+    return {**cdk_cli_environment(os.environ), "FORCE_COLOR": "0", "NO_COLOR": "1"}
 
 
 def diff_stack(

@@ -28,6 +28,7 @@ from typing import Any
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.names import STACK_OUTPUTS
 from idempotent_order_pipeline.powertools import POWERTOOLS_LAYER_PARAMETER
 from order_pipeline_sandbox.server import ACCOUNT, Endpoint
+from cdk_cli_env import cdk_cli_environment
 
 #: The repository root (this package lives in ``infra/order_pipeline_sandbox``).
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -150,18 +151,8 @@ def cdk_environment(endpoint: Endpoint) -> dict[str, str]:
     No ``AWS_*`` variable of the caller gets through (a profile, a session token, another endpoint):
     the CLI sees the sandbox's credentials and endpoint only.
     """
-    bin_dir = str(Path(sys.executable).parent)
     inherited = {name: value for name, value in os.environ.items() if not name.startswith("AWS_")}
-    return {
-        **inherited,
-        **endpoint.environment(),
-        "PATH": os.pathsep.join([bin_dir, os.environ.get("PATH", "")]),
-        "CDK_DISABLE_VERSION_CHECK": "1",
-        "CDK_CLI_NOTICES": "false",
-        "CDK_DISABLE_CLI_TELEMETRY": "true",
-        "JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION": "1",
-        "CI": "true",
-    }
+    return cdk_cli_environment({**inherited, **endpoint.environment()})
 
 
 def run_cdk(endpoint: Endpoint, args: Sequence[str], *, app_dir: Path = REPO_ROOT, log_path: Path | None = None) -> str:

@@ -28,6 +28,7 @@ from order_pipeline_sandbox.deploy import (
     publish_powertools_parameter,
 )
 from order_pipeline_sandbox.server import Endpoint, SandboxServerProcess
+from cdk_cli_env import QUIET_CDK_CLI
 
 #: Where the endpoint's variables are written (git-ignored, like everything under .sandbox/).
 DEFAULT_ENV_FILE = WORK_DIR / "endpoint.env"
@@ -35,7 +36,7 @@ DEFAULT_ENV_FILE = WORK_DIR / "endpoint.env"
 
 def env_file_text(endpoint: Endpoint) -> str:
     """``export`` lines for the endpoint (credentials are the sandbox's dummy ones)."""
-    variables = {**endpoint.environment(), "CDK_DISABLE_VERSION_CHECK": "1", "CDK_CLI_NOTICES": "false"}
+    variables = {**endpoint.environment(), **QUIET_CDK_CLI}
     return "".join(f"export {name}={shlex.quote(value)}\n" for name, value in variables.items())
 
 

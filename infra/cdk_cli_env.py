@@ -1,0 +1,31 @@
+"""How this repository's tools run the pinned CDK CLI: quiet, non-interactive, this interpreter's Node first.
+
+One home for the variables the data-loss gate (``data_loss_gate``) and the sandbox
+(``order_pipeline_sandbox``) give the CLI; the Makefile exports the same ones for its own targets.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+#: No version check, notices, telemetry or Node-version banner: output that is the CLI's answer only.
+QUIET_CDK_CLI = {
+    "CDK_DISABLE_VERSION_CHECK": "1",
+    "CDK_CLI_NOTICES": "false",
+    "CDK_DISABLE_CLI_TELEMETRY": "true",
+    "JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION": "1",
+}
+
+
+def cdk_cli_environment(base: Mapping[str, str]) -> dict[str, str]:
+    """``base`` with this interpreter's bin first on ``PATH`` (the venv's Node) and the CLI quiet and non-interactive."""
+    bin_dir = str(Path(sys.executable).parent)
+    return {
+        **base,
+        "PATH": os.pathsep.join([bin_dir, os.environ.get("PATH", "")]),
+        **QUIET_CDK_CLI,
+        "CI": "true",
+    }
