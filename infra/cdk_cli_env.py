@@ -21,7 +21,7 @@ QUIET_CDK_CLI = {
 
 
 def cdk_cli_environment(base: Mapping[str, str]) -> dict[str, str]:
-    """``base`` with this interpreter's bin first on ``PATH`` (the venv's Node) and the CLI quiet and non-interactive."""
+    """``base`` with this interpreter's bin first on ``PATH`` (the venv's Node), the CLI quiet and non-interactive."""
     bin_dir = str(Path(sys.executable).parent)
     return {
         **base,

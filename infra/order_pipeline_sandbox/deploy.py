@@ -17,7 +17,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,10 +24,10 @@ from importlib.metadata import distribution
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from cdk_cli_env import cdk_cli_environment
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.names import STACK_OUTPUTS
 from idempotent_order_pipeline.powertools import POWERTOOLS_LAYER_PARAMETER
 from order_pipeline_sandbox.server import ACCOUNT, Endpoint
-from cdk_cli_env import cdk_cli_environment
 
 #: The repository root (this package lives in ``infra/order_pipeline_sandbox``).
 REPO_ROOT = Path(__file__).resolve().parents[2]

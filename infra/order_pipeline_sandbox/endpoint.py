@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
 
+from cdk_cli_env import QUIET_CDK_CLI
 from order_pipeline_sandbox.deploy import (
     WORK_DIR,
     DeployError,
@@ -28,7 +29,6 @@ from order_pipeline_sandbox.deploy import (
     publish_powertools_parameter,
 )
 from order_pipeline_sandbox.server import Endpoint, SandboxServerProcess
-from cdk_cli_env import QUIET_CDK_CLI
 
 #: Where the endpoint's variables are written (git-ignored, like everything under .sandbox/).
 DEFAULT_ENV_FILE = WORK_DIR / "endpoint.env"
