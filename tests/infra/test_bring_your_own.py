@@ -3,16 +3,17 @@ whatever the exactly-once design depends on is checked after the merge (error na
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
 import aws_cdk as cdk
 import pytest
-from aws_cdk import aws_dynamodb, aws_kms, aws_sns, aws_sqs
+from aws_cdk import aws_dynamodb, aws_ec2, aws_kms, aws_sns, aws_sqs
 from aws_cdk.assertions import Annotations, Match, Template
 
 from idempotent_order_pipeline import IdempotentOrderPipeline
-from tests.infra.synth import Synthesized, logical_id, resources_of_type
+from tests.infra.synth import REPO, Synthesized, logical_id, resources_of_type
 
 seconds = cdk.Duration.seconds
 days = cdk.Duration.days
@@ -616,3 +617,39 @@ def test_brownfield_configuration_uses_every_imported_resource(brownfield_pipeli
             "FunctionResponseTypes": ["ReportBatchItemFailures"],
         },
     )
+
+
+def _construct_page_snippet() -> str:
+    """The bring-your-own example of docs/construct.md, as written."""
+    page = (REPO / "docs" / "construct.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", page, re.S)
+    [snippet] = [block for block in blocks if "existing_queue=" in block]
+    return snippet
+
+
+def test_the_docs_bring_your_own_example_synthesizes_strictly_with_real_values() -> None:
+    # GIVEN the docs' example in a stack with real values: imported ARNs, an imported customer managed
+    # key, a VPC of the app
+    app = cdk.App()
+    stack = cdk.Stack(app, "Shop", env=cdk.Environment(account="111122223333", region="eu-west-1"))
+    namespace: dict[str, Any] = {
+        "self": stack,
+        "IdempotentOrderPipeline": IdempotentOrderPipeline,
+        "Annotations": cdk.Annotations,
+        "sqs": aws_sqs,
+        "dynamodb": aws_dynamodb,
+        "orders_arn": "arn:aws:sqs:eu-west-1:111122223333:orders",
+        "orders_dlq_arn": "arn:aws:sqs:eu-west-1:111122223333:orders-dlq",
+        "key": aws_kms.Key.from_key_arn(
+            stack, "Key", "arn:aws:kms:eu-west-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+        ),
+        "vpc": aws_ec2.Vpc(stack, "Vpc", max_azs=2),
+    }
+    # WHEN it runs as written and the app is synthesized
+    exec(compile(_construct_page_snippet(), "docs/construct.md", "exec"), namespace)  # noqa: S102  (our own docs)
+    assembly = app.synth()
+    # THEN nothing is left for `cdk synth --strict` to fail on: no warning, no error
+    messages = assembly.get_stack_artifact(stack.artifact_id).messages
+    assert namespace["pipeline"].function is not None
+    left = [(message.level.value, str(message.entry.data)) for message in messages if message.level.value != "info"]
+    assert left == []
