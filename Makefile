@@ -114,8 +114,8 @@ dist: $(STAMP) ## Build the sdist and the wheel into dist/ and check them with t
 	$(BIN)/twine check --strict dist/*
 
 .PHONY: test-fast
-test-fast: $(STAMP) check-node ## The edit-run loop: every test not marked slow or e2e (no lint, no gate, no processes)
-	$(BIN)/python -m pytest -m "not slow and not e2e" $(PYTEST_ARGS)
+test-fast: $(STAMP) check-node ## The edit-run loop: every test not marked slow or e2e (no lint, no gate, no processes), on 2 workers
+	$(BIN)/python -m pytest -n 2 --dist loadfile -m "not slow and not e2e" $(PYTEST_ARGS)
 
 .PHONY: test-min
 test-min: $(MIN_STAMP) ## The infrastructure tests at the lowest aws-cdk-lib and constructs pyproject.toml allows, with cdk-nag 2.x
