@@ -738,13 +738,7 @@ class IdempotentOrderPipeline(Construct):
             "VPC; every other statement names its exact resource.",
             applies_to="Resource::*",
         )
-        nag.acknowledge(
-            default_policy,
-            "AwsSolutions",
-            "AwsSolutions-IAM5",
-            permissions.VPC_NETWORK_INTERFACE_REASON,
-            applies_to=permissions.VPC_NETWORK_INTERFACE_RESOURCE,
-        )
+        permissions.acknowledge_vpc_network_interfaces(default_policy)
         nag.acknowledge(
             function,
             "Serverless",

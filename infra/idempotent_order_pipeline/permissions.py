@@ -49,6 +49,8 @@ import jsii
 from aws_cdk import ArnFormat, Stack, Token, aws_dynamodb, aws_iam, aws_kms, aws_sns, aws_sqs
 from constructs import Construct, IConstruct
 
+from idempotent_order_pipeline import nag
+
 #: What a producer needs on the queue: ``OrderPublisher`` calls SendMessage and SendMessageBatch
 #: (authorized as SendMessage) on the URL it is given, nothing else. No GetQueueAttributes: across
 #: accounts the attributes would name the key, the DLQ and the queue policy's other grantees.
@@ -107,6 +109,17 @@ VPC_NETWORK_INTERFACE_REASON = (
     "exist only after creation: the Lambda developer guide asks for all resource ids of the account and "
     "region (arn:aws:ec2:<region>:<account>:*/*) for these actions."
 )
+
+
+def acknowledge_vpc_network_interfaces(default_policy: IConstruct) -> None:
+    """cdk-nag's IAM5 finding on :func:`vpc_network_interface_statement`, answered with its reason (both functions)."""
+    nag.acknowledge(
+        default_policy,
+        "AwsSolutions",
+        "AwsSolutions-IAM5",
+        VPC_NETWORK_INTERFACE_REASON,
+        applies_to=VPC_NETWORK_INTERFACE_RESOURCE,
+    )
 
 
 def vpc_network_interface_statements(scope: Construct) -> list[aws_iam.PolicyStatement]:

@@ -282,13 +282,7 @@ class Reconciliation(Construct):
             "exact resource.",
             applies_to="Resource::*",
         )
-        nag.acknowledge(
-            default_policy,
-            "AwsSolutions",
-            "AwsSolutions-IAM5",
-            permissions.VPC_NETWORK_INTERFACE_REASON,
-            applies_to=permissions.VPC_NETWORK_INTERFACE_RESOURCE,
-        )
+        permissions.acknowledge_vpc_network_interfaces(default_policy)
         if not tracing:
             nag.acknowledge(
                 self.function,
