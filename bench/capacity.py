@@ -33,6 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench import deployment
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PAGE = REPO_ROOT / "docs" / "capacity.md"
 GENERATED_START = "<!-- capacity model: written by make capacity (bench/capacity.py) -->"
@@ -182,15 +184,7 @@ def measure_units(deployed: Mapping[str, Any]) -> UnitsPerOrder:
             sns = boto3.client("sns", region_name=REGION)
             sqs = boto3.client("sqs", region_name=REGION)
             for name, role in roles.items():
-                definition = deployed["tables"][role]
-                indexes = definition["GlobalSecondaryIndexes"]
-                dynamodb.create_table(
-                    TableName=name,
-                    KeySchema=definition["KeySchema"],
-                    AttributeDefinitions=definition["AttributeDefinitions"],
-                    BillingMode="PAY_PER_REQUEST",
-                    **({"GlobalSecondaryIndexes": indexes} if indexes else {}),
-                )
+                deployment.create_table(dynamodb, name, deployed["tables"][role])
             env = {
                 "PROCESSED_EVENTS_TABLE": "processed_events",
                 "ORDER_RECORDS_TABLE": "order_records",
@@ -348,7 +342,6 @@ def replace_generated(page: str, generated: str) -> str:
 
 
 def main() -> int:
-    from bench import deployment
 
     generated = render(measure_units(deployment.load()), pending_shards())
     PAGE.write_text(replace_generated(PAGE.read_text(encoding="utf-8"), generated), encoding="utf-8")

@@ -106,3 +106,15 @@ def load() -> dict[str, Any]:
 
 if __name__ == "__main__":
     print(json.dumps(synthesize()))
+
+
+def create_table(dynamodb: Any, name: str, definition: dict[str, Any]) -> None:
+    """Create table ``name`` on-demand with ``definition``'s keys and, if it has any, its indexes."""
+    indexes = definition.get("GlobalSecondaryIndexes")
+    dynamodb.create_table(
+        TableName=name,
+        KeySchema=definition["KeySchema"],
+        AttributeDefinitions=definition["AttributeDefinitions"],
+        BillingMode="PAY_PER_REQUEST",
+        **({"GlobalSecondaryIndexes": indexes} if indexes else {}),
+    )

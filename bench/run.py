@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from bench import deployment
 from bench.orders import OrderSource, batch_event, redelivery
 from bench.standin import REGION, Meter, Tally
 
@@ -252,14 +253,7 @@ class StandIn:
                 "KeySchema": [{"AttributeName": key, "KeyType": "HASH"}],
                 "AttributeDefinitions": [{"AttributeName": key, "AttributeType": "S"}],
             }
-            indexes = {"GlobalSecondaryIndexes": definition.get("GlobalSecondaryIndexes")}
-            self.dynamodb.create_table(
-                TableName=table,
-                KeySchema=definition["KeySchema"],
-                AttributeDefinitions=definition["AttributeDefinitions"],
-                BillingMode="PAY_PER_REQUEST",
-                **(indexes if definition.get("GlobalSecondaryIndexes") else {}),
-            )
+            deployment.create_table(self.dynamodb, table, definition)
 
     def order_rows(self, consumer: Consumer) -> list[dict[str, Any]]:
         """Every item of the consumer's order table (unmetered)."""

@@ -21,7 +21,7 @@ import pytest
 from moto import mock_aws
 from moto.core.botocore_stubber import BotocoreStubber
 
-from bench import units
+from bench import deployment, units
 from bench.orders import OrderSource, batch_event
 from bench.prices import PRICES, cost_per_million
 from bench.run import FakeContext
@@ -73,15 +73,7 @@ def world(deployed: dict[str, Any]) -> Iterator[dict[str, Any]]:
             sns = boto3.client("sns", region_name=REGION)
             sqs = boto3.client("sqs", region_name=REGION)
             for name, role in ((EVENTS, "processed_events_table"), (ROWS, "order_records_table")):
-                definition = deployed["tables"][role]
-                indexes = definition["GlobalSecondaryIndexes"]
-                dynamodb.create_table(
-                    TableName=name,
-                    KeySchema=definition["KeySchema"],
-                    AttributeDefinitions=definition["AttributeDefinitions"],
-                    BillingMode="PAY_PER_REQUEST",
-                    **({"GlobalSecondaryIndexes": indexes} if indexes else {}),
-                )
+                deployment.create_table(dynamodb, name, deployed["tables"][role])
             topic_arn = sns.create_topic(Name="orders")["TopicArn"]
             env = {
                 "PROCESSED_EVENTS_TABLE": EVENTS,
