@@ -126,22 +126,21 @@ synth: $(STAMP) check-node ## Synthesize every stage into cdk.out/
 	$(CDK) synth --all --quiet
 	@ls cdk.out/assembly-*/*.template.json
 
-# The sandbox package (infra/order_pipeline_sandbox) is a development tool, not installed: run it
-# from the source tree. DEMO_ORDERS, DEMO_SEED, DEMO_CRASH_RATE, DEMO_CONCURRENCY and
-# DEMO_VISIBILITY_TIMEOUT tune the demo (e.g. `make demo DEMO_ORDERS=2000`).
+# make demo is the stand-in the `sandbox` extra ships (order-pipeline sandbox start) pointed at this
+# repository's app, from the source tree. DEMO_ORDERS, DEMO_SEED, DEMO_CRASH_RATE, DEMO_CONCURRENCY
+# and DEMO_VISIBILITY_TIMEOUT tune the demo (e.g. `make demo DEMO_ORDERS=2000`).
 SANDBOX := PYTHONPATH=$(CURDIR)/infra $(BIN)/python -m order_pipeline_sandbox
+ORDER_PIPELINE := PYTHONPATH=$(CURDIR)/infra $(BIN)/python -m idempotent_order_pipeline.cli
 
 .PHONY: demo
-demo: $(STAMP) ## The main job: real `cdk deploy` of dev onto a local moto endpoint, chaos traffic, report
+demo: $(STAMP) ## The main job: the local stand-in, real `cdk deploy` of dev onto it, chaos traffic, report, stop
 	$(SANDBOX) demo
 
 .PHONY: sandbox
-sandbox: $(STAMP) ## Deploy dev onto a local moto endpoint and poll its queue into the function until Ctrl-C
-	$(SANDBOX) sandbox
-
-.PHONY: endpoint
-endpoint: $(STAMP) ## A local AWS endpoint (moto, bootstrapped) for your own CDK app; writes .sandbox/endpoint.env; until Ctrl-C
-	$(SANDBOX).endpoint
+sandbox: $(STAMP) ## `order-pipeline sandbox start`, then `cdk deploy` of dev onto it; it runs until `order-pipeline sandbox stop`
+	$(ORDER_PIPELINE) sandbox start --cdk node_modules/.bin/cdk
+	source .order-pipeline-sandbox/sandbox.env && $(CDK) deploy 'dev/*' -c env=dev --require-approval never --ci
+	$(ORDER_PIPELINE) sandbox status
 
 # The benchmark (bench/, outside the product packages) also imports the sandbox's moto fix from infra/.
 BENCH := PYTHONPATH=$(CURDIR):$(CURDIR)/lambdas:$(CURDIR)/infra $(BIN)/python -m bench
@@ -193,5 +192,5 @@ format: $(STAMP) ## Apply ruff's formatter and fixes
 
 .PHONY: clean
 clean: ## Remove the venv, node_modules and build output
-	rm -rf $(VENV) $(CHECKOV_VENV) $(PARLIAMENT_VENV) $(PIPTOOLS_VENV) $(MIN_VENV) node_modules cdk.out .sandbox .pytest_cache .mypy_cache .ruff_cache .hypothesis build dist *.egg-info
+	rm -rf $(VENV) $(CHECKOV_VENV) $(PARLIAMENT_VENV) $(PIPTOOLS_VENV) $(MIN_VENV) node_modules cdk.out .sandbox .order-pipeline-sandbox .pytest_cache .mypy_cache .ruff_cache .hypothesis build dist *.egg-info
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

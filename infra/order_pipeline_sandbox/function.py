@@ -13,8 +13,8 @@ Two moto gaps are bridged here, both visible in the report:
   stack's parameters (the construct's ``PowertoolsLayerArn``), and must be layer versions the endpoint
   holds; their content is the zip the sandbox published, checked against the endpoint's
   ``CodeSha256`` (moto returns no download location for layers);
-* moto would run the mapping itself, in Docker, on every ``SendMessage``: :func:`disable_mapping`
-  turns it off, and :mod:`.poller` does its job.
+* moto would run the mapping itself, in Docker, inside every ``SendMessage``: the endpoint
+  (:func:`.server.prepare_moto`) leaves that out, and :mod:`.poller` does the mapping's job.
 """
 
 from __future__ import annotations
@@ -83,6 +83,12 @@ class QueueMapping:
     function_response_types: Sequence[str]
     max_receive_count: int | None
     dead_letter_queue_arn: str | None
+    #: ``MaximumBatchingWindowInSeconds``: how long a batch may gather before the function is invoked.
+    batching_window_seconds: int = 0
+
+    @property
+    def fifo(self) -> bool:
+        return self.queue_arn.endswith(".fifo")
 
     @property
     def reports_batch_item_failures(self) -> bool:
@@ -117,17 +123,26 @@ def _code_zip(endpoint: Endpoint, location: str, code_sha256: str) -> bytes:
     raise DeployedFunctionError(f"no bucket on the endpoint holds the function's code {key!r} with its CodeSha256")
 
 
-def _template_layers(endpoint: Endpoint, deployment: Deployment, function_name: str) -> list[str]:
+def _template_layers(endpoint: Endpoint, stack_name: str, template: Mapping[str, Any], logical_id: str) -> list[str]:
     """The ``Layers`` of the function's resource in the deployed template, stack parameters resolved."""
+    layers = template["Resources"][logical_id].get("Properties", {}).get("Layers", [])
+    parameters = _stack_parameters(endpoint, stack_name)
+    return [_resolve(layer, parameters) for layer in layers]
+
+
+def _function_resource(endpoint: Endpoint, function_name: str) -> tuple[str, str] | None:
+    """(stack name, logical id) of the stack resource that created the function, or None."""
     cloudformation = endpoint.client("cloudformation")
-    for page in cloudformation.get_paginator("list_stack_resources").paginate(StackName=deployment.stack_name):
-        for summary in page["StackResourceSummaries"]:
-            if summary.get("PhysicalResourceId") == function_name:
-                resource = deployment.template["Resources"][summary["LogicalResourceId"]]
-                layers = resource.get("Properties", {}).get("Layers", [])
-                parameters = _stack_parameters(endpoint, deployment.stack_name)
-                return [_resolve(layer, parameters) for layer in layers]
-    raise DeployedFunctionError(f"function {function_name} is not a resource of stack {deployment.stack_name}")
+    for stacks in cloudformation.get_paginator("describe_stacks").paginate():
+        for stack in stacks["Stacks"]:
+            for page in cloudformation.get_paginator("list_stack_resources").paginate(StackName=stack["StackName"]):
+                for summary in page["StackResourceSummaries"]:
+                    if (
+                        summary.get("ResourceType") == "AWS::Lambda::Function"
+                        and summary.get("PhysicalResourceId") == function_name
+                    ):
+                        return stack["StackName"], summary["LogicalResourceId"]
+    return None
 
 
 def _stack_parameters(endpoint: Endpoint, stack_name: str) -> dict[str, str]:
@@ -185,12 +200,24 @@ def find_function_by_handler(endpoint: Endpoint, deployment: Deployment, handler
     return None
 
 
-def describe_function(endpoint: Endpoint, deployment: Deployment, name: str | None = None) -> DeployedFunction:
-    """Read the function named ``name`` (default: the stack's ``FunctionName`` output), with its code and layers."""
-    name = name or deployment.output(names.FUNCTION_NAME_OUTPUT)
+def read_function(endpoint: Endpoint, name: str, published: Mapping[str, Layer]) -> DeployedFunction:
+    """Read the function ``name`` as the endpoint holds it, with its code and layers.
+
+    The layers are the ones its stack's template names (moto's CloudFormation drops them from the
+    function), or the function's own for a function created outside CloudFormation; each must be
+    one of ``published`` (ARN -> layer), the layers whose zips the stand-in holds.
+    """
     response = endpoint.client("lambda").get_function(FunctionName=name)
     config: dict[str, Any] = response["Configuration"]
-    published = {} if deployment.layer is None else {deployment.layer.arn: deployment.layer}
+    name = config["FunctionName"]
+    resource = _function_resource(endpoint, name)
+    if resource is None:
+        layer_arns = [str(layer["Arn"]) for layer in config.get("Layers", [])]
+    else:
+        stack_name, logical_id = resource
+        body = endpoint.client("cloudformation").get_template(StackName=stack_name)["TemplateBody"]
+        template = body if isinstance(body, Mapping) else json.loads(body)
+        layer_arns = _template_layers(endpoint, stack_name, template, logical_id)
     return DeployedFunction(
         name=name,
         arn=config["FunctionArn"],
@@ -201,7 +228,33 @@ def describe_function(endpoint: Endpoint, deployment: Deployment, name: str | No
         environment=dict(config.get("Environment", {}).get("Variables", {})),
         code_sha256=config["CodeSha256"],
         code_zip=_code_zip(endpoint, response["Code"]["Location"], config["CodeSha256"]),
-        layers=_layers(endpoint, _template_layers(endpoint, deployment, name), published),
+        layers=_layers(endpoint, layer_arns, published),
+    )
+
+
+def describe_function(endpoint: Endpoint, deployment: Deployment, name: str | None = None) -> DeployedFunction:
+    """Read the function named ``name`` (default: the stack's ``FunctionName`` output), with its code and layers."""
+    published = {} if deployment.layer is None else {deployment.layer.arn: deployment.layer}
+    return read_function(endpoint, name or deployment.output(names.FUNCTION_NAME_OUTPUT), published)
+
+
+def queue_mapping(endpoint: Endpoint, mapping: Mapping[str, Any]) -> QueueMapping:
+    """An SQS event source mapping as ``ListEventSourceMappings`` returns it, with its queue's redrive."""
+    queue_arn = str(mapping["EventSourceArn"])
+    sqs = endpoint.client("sqs")
+    account, queue_name = queue_arn.split(":")[4:6]
+    queue_url = sqs.get_queue_url(QueueName=queue_name, QueueOwnerAWSAccountId=account)["QueueUrl"]
+    attributes = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["RedrivePolicy"]).get("Attributes", {})
+    redrive: dict[str, Any] = json.loads(attributes["RedrivePolicy"]) if attributes.get("RedrivePolicy") else {}
+    return QueueMapping(
+        uuid=str(mapping["UUID"]),
+        queue_arn=queue_arn,
+        queue_url=queue_url,
+        batch_size=int(mapping.get("BatchSize") or 10),
+        function_response_types=tuple(mapping.get("FunctionResponseTypes") or ()),
+        max_receive_count=int(redrive["maxReceiveCount"]) if "maxReceiveCount" in redrive else None,
+        dead_letter_queue_arn=redrive.get("deadLetterTargetArn"),
+        batching_window_seconds=int(mapping.get("MaximumBatchingWindowInSeconds") or 0),
     )
 
 
@@ -232,12 +285,3 @@ def describe_mapping(endpoint: Endpoint, function: DeployedFunction, queue_url: 
         max_receive_count=int(redrive["maxReceiveCount"]) if "maxReceiveCount" in redrive else None,
         dead_letter_queue_arn=redrive.get("deadLetterTargetArn"),
     )
-
-
-def disable_mapping(endpoint: Endpoint, mapping: QueueMapping) -> None:
-    """Turn moto's own mapping off (it would invoke the function in Docker on every send)."""
-    client = endpoint.client("lambda")
-    client.update_event_source_mapping(UUID=mapping.uuid, Enabled=False)
-    state = client.get_event_source_mapping(UUID=mapping.uuid).get("State")
-    if state != "Disabled":
-        raise DeployedFunctionError(f"could not disable mapping {mapping.uuid} (state {state})")

@@ -105,7 +105,6 @@ def run_sns_outage(
     *,
     orders: int = DEFAULT_OUTAGE_ORDERS,
     seed: int = 1,
-    visibility_timeout: int = 2,
     interval: float = DEFAULT_SCHEDULE_INTERVAL_SECONDS,
     timeout: float = DEFAULT_RECOVERY_TIMEOUT_SECONDS,
 ) -> OutageRun:
@@ -123,7 +122,7 @@ def run_sns_outage(
         run.violations.append("the stack has no reconciler function (reconcile_every=None?)")
         return run
     deployed = describe_function(endpoint, deployment, reconciler_name)
-    reconcile_after = visibility_timeout * max_receive_count
+    reconcile_after = sandbox.options.visibility_timeout * max_receive_count
     reconciler = dataclasses.replace(
         deployed, environment={**deployed.environment, names.RECONCILE_AFTER_VARIABLE: str(reconcile_after)}
     )
@@ -142,13 +141,8 @@ def run_sns_outage(
     _drop(sqs, dlq_url)  # the chaos run's parked messages were checked already
     topic_attributes = sns.get_topic_attributes(TopicArn=topic_arn)["Attributes"]
     sns.delete_topic(TopicArn=topic_arn)
-    poller = sandbox.poller(visibility_timeout=visibility_timeout, crash_plan=None)
-    poller.start()
-    try:
-        traffic.send(sqs, deployment.output(names.QUEUE_URL_OUTPUT), plan.messages)
-        drained = poller.wait_until_drained(timeout=timeout)
-    finally:
-        poller.stop()
+    traffic.send(sqs, deployment.output(names.QUEUE_URL_OUTPUT), plan.messages)
+    drained = sandbox.wait_until_drained(timeout=timeout)
     if not drained:
         run.violations.append("the source queue did not drain during the outage")
     statuses = _statuses(sandbox, event_ids)

@@ -1,10 +1,11 @@
 """A development stand-in for the Lambda SQS poller (the event source mapping). Not for production.
 
 In AWS, Lambda's poller reads the queue and invokes the function; moto would do it in Docker, so
-the sandbox disables moto's mapping and runs this instead. It does what the mapping does for a
-standard queue, with the deployed mapping's settings:
+the endpoint leaves that out and the stand-in's supervisor runs this instead, one poller per
+mapping, with the deployed mapping's settings:
 
-1. receive up to ``batch_size`` messages (all attributes), with a visibility timeout;
+1. receive up to ``batch_size`` messages (all attributes), with a visibility timeout, gathering
+   for up to ``MaximumBatchingWindowInSeconds`` once the first message arrived;
 2. build the SQS event Lambda sends (``Records[*]`` with ``messageId``, ``receiptHandle``,
    ``body``, ``attributes``, ``messageAttributes``, ``eventSourceARN``...) and invoke the function
    (:class:`~.lambda_runtime.FunctionProcess`);
@@ -14,17 +15,20 @@ standard queue, with the deployed mapping's settings:
 4. never touch what is left: it reappears when its visibility timeout ends, and the queue's own
    redrive policy moves a message to the DLQ once it was received ``maxReceiveCount`` times.
 
+A FIFO queue keeps its group order by itself: SQS (and the endpoint) hands out no message of a
+group while an earlier one of that group is in flight, so every worker may poll it.
+
 Differences from the real poller, on purpose: the visibility timeout is the receive's
-``VisibilityTimeout`` (a few seconds instead of the queue's 6x the function timeout, so that a demo
-sees redeliveries quickly), concurrency is a fixed number of workers (one per execution
-environment) instead of Lambda's scaling, there is no batching window, and FIFO queues are not
-supported.
+``VisibilityTimeout`` (a few seconds instead of the queue's 6x the function timeout, so that a
+rehearsal sees redeliveries quickly), and concurrency is a fixed number of workers (one per
+execution environment) instead of Lambda's scaling.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import math
 import threading
 import time
 from collections import Counter
@@ -171,18 +175,26 @@ class SqsPoller:
         self._threads.clear()
 
     def _receive(self, sqs: Any) -> list[dict[str, Any]]:
+        """One batch: up to ``batch_size`` messages, gathered during the batching window if there is one."""
         messages: list[dict[str, Any]] = []
+        window_ends = 0.0
         while len(messages) < self._mapping.batch_size and not self._stop.is_set():
+            window_left = window_ends - time.monotonic()
+            if messages and window_left <= 0 and self._mapping.batching_window_seconds:
+                break
+            wait = RECEIVE_WAIT_SECONDS if not messages else min(RECEIVE_WAIT_SECONDS, max(0, math.ceil(window_left)))
             response = sqs.receive_message(
                 QueueUrl=self._mapping.queue_url,
                 MaxNumberOfMessages=min(SQS_MAX_RECEIVE, self._mapping.batch_size - len(messages)),
                 VisibilityTimeout=self._visibility_timeout,
-                WaitTimeSeconds=0 if messages else RECEIVE_WAIT_SECONDS,
+                WaitTimeSeconds=wait,
                 MessageSystemAttributeNames=["All"],
                 MessageAttributeNames=["All"],
             )
             received = response.get("Messages", [])
-            if not received:
+            if not messages:
+                window_ends = time.monotonic() + self._mapping.batching_window_seconds
+            if not received and (not messages or window_ends <= time.monotonic()):
                 break
             messages.extend(received)
         return messages

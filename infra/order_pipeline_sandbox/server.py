@@ -124,12 +124,24 @@ class _SerialLock:
 
 _serial = _SerialLock()
 _original_wait_for_messages = Queue.wait_for_messages
+_original_add_message = Queue.add_message
 
 
 def _wait_for_messages(self: Queue, timeout: int) -> None:
     # Called by moto's receive_message between two scans of a queue that had nothing to deliver.
     with _serial.released_while_waiting():
         _original_wait_for_messages(self, timeout)
+
+
+def _add_message_without_delivery(self: Queue, message: Any) -> None:
+    # moto would run the queue's event source mappings here, in Docker, inside SendMessage; the
+    # stand-in's supervisor polls the mappings instead (a request runs alone: see SerializedApp).
+    mappings = self.lambda_event_source_mappings
+    self.lambda_event_source_mappings = {}
+    try:
+        _original_add_message(self, message)
+    finally:
+        self.lambda_event_source_mappings = mappings
 
 
 class SerializedApp:
@@ -152,15 +164,18 @@ class SerializedApp:
 
 
 def prepare_moto() -> None:
-    """Apply the sandbox's moto fixes (idempotent): the transact fix and the long-poll release."""
+    """Apply the sandbox's moto fixes (idempotent): the patches module, the long-poll release, and
+    no delivery by moto's own event source mappings (the stand-in's supervisor polls them)."""
     moto_patches.apply()
     Queue.wait_for_messages = _wait_for_messages  # type: ignore[method-assign]
+    Queue.add_message = _add_message_without_delivery  # type: ignore[method-assign]
 
 
 def restore_moto() -> None:
     """Undo :func:`prepare_moto` (for test suites that share a process with plain ``mock_aws``)."""
     moto_patches.revert()
     Queue.wait_for_messages = _original_wait_for_messages  # type: ignore[method-assign]
+    Queue.add_message = _original_add_message  # type: ignore[method-assign]
 
 
 def build_app() -> SerializedApp:

@@ -62,7 +62,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
             shutil.copytree(
                 REPO / name,
                 source / name,
-                ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "order_pipeline_sandbox"),
+                ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info"),
             )
         elif (REPO / name).is_file():
             shutil.copy2(REPO / name, source / name)
@@ -87,16 +87,18 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return built
 
 
-def test_wheel_adds_one_top_level_package(wheel: Path) -> None:
+def test_wheel_adds_the_library_and_the_stand_in_as_top_level_packages(wheel: Path) -> None:
     # GIVEN the built wheel
     # WHEN its files are listed
     names = zipfile.ZipFile(wheel).namelist()
     top_level = {name.split("/")[0] for name in names if not name.split("/")[0].endswith((".dist-info", ".data"))}
-    # THEN the only top-level package is idempotent_order_pipeline, the Lambda asset inside it
-    assert top_level == {"idempotent_order_pipeline"}
+    # THEN the top-level packages are the library (the Lambda asset inside it) and the stand-in
+    assert top_level == {"idempotent_order_pipeline", "order_pipeline_sandbox"}
     assert "idempotent_order_pipeline/_lambda_asset/order_consumer/handler.py" in names
     assert "idempotent_order_pipeline/_lambda_asset/order_consumer/contract/keys.py" in names
-    assert not [name for name in names if "order_pipeline_sandbox" in name]
+    assert {"order_pipeline_sandbox/standin.py", "order_pipeline_sandbox/supervisor.py"} <= set(names)
+    # AND no development-only app of the repository comes along
+    assert not [name for name in names if "brownfield_app" in name]
 
 
 def test_installed_wheel_synthesizes_beside_colliding_packages(wheel: Path, tmp_path: Path) -> None:

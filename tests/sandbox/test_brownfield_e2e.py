@@ -26,6 +26,9 @@ def test_brownfield_pipeline_on_existing_resources_keeps_every_invariant(tmp_pat
         app_dir=brownfield.APP_DIR,
         work_dir=tmp_path,
         concurrency=2,
+        crash_rate=0.3,
+        crash_seed=11,
+        visibility_timeout=2,
         prerequisite_stage=brownfield.EXISTING_STAGE,
         prerequisite_outputs=brownfield.EXISTING_CONTEXT_KEYS,
     )
@@ -53,7 +56,7 @@ def test_brownfield_pipeline_on_existing_resources_keeps_every_invariant(tmp_pat
         assert dlq_arn["Attributes"]["QueueArn"] == existing["DeadLetterQueueArn"]
 
         # WHEN orders, re-sends, conflicts and invalid messages go through it with crashes
-        run = run_chaos(sandbox, ChaosOptions(orders=30, seed=11, crash_rate=0.3, visibility_timeout=2))
+        run = run_chaos(sandbox, ChaosOptions(orders=30, seed=11))
 
         # THEN the queue drained and every invariant held (one row per event in the existing tables,
         # every event sent and announced, exactly the invalid and conflicting messages parked)

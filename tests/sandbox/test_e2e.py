@@ -57,19 +57,21 @@ def _alive(pid: int) -> bool:
 
 
 def test_chaos_run_on_the_deployed_stack_keeps_every_invariant(tmp_path: Path) -> None:
-    # GIVEN the dev stage deployed with the real CDK CLI onto a fresh local endpoint
-    with Sandbox(SandboxOptions(work_dir=tmp_path, concurrency=2)) as sandbox:
+    # GIVEN the stand-in started (with crashes) and the dev stage deployed onto it with the real CDK CLI
+    options = SandboxOptions(work_dir=tmp_path, concurrency=2, crash_rate=0.3, crash_seed=7, visibility_timeout=2)
+    with Sandbox(options) as sandbox:
         endpoint, outputs = sandbox.endpoint, sandbox.deployment.outputs
         witness = sandbox.subscribe_queue("e2e-witness")  # a second subscriber, for this test's own reads
         # WHEN 40 orders, re-sends, conflicts and invalid messages go through the queue with crashes
-        run = run_chaos(sandbox, ChaosOptions(orders=40, seed=7, crash_rate=0.3, visibility_timeout=2))
-        pids = [sandbox.server.pid, *(environment.pid for environment in sandbox.environments)]
+        run = run_chaos(sandbox, ChaosOptions(orders=40, seed=7))
+        pids = [sandbox.stand_in.pid, *(environment["pid"] for environment in run.stats.environments)]
 
         # THEN the function failed in no other way than the crashes injected into it
         assert run.stats.unexpected_errors == []
         assert run.stats.crashes_injected >= 2
         # AND it ran from the deployed asset, not from the repository
-        sources = {Path(str(env.loaded_modules.get("order_consumer"))) for env in sandbox.environments}
+        sources = {Path(str(environment["handler_from"])) for environment in run.stats.environments}
+        assert sources
         assert all(tmp_path in source.parents and source.parents[1].name == "task" for source in sources)
         # AND the source queue is empty
         sqs = endpoint.client("sqs")
@@ -111,7 +113,7 @@ def test_chaos_run_on_the_deployed_stack_keeps_every_invariant(tmp_path: Path) -
 
         # WHEN SNS is down long enough for new orders to reach the DLQ, the DLQ is dropped without a
         # redrive, SNS comes back and the deployed reconciler runs on a local schedule
-        outage = run_sns_outage(sandbox, orders=8, seed=3, visibility_timeout=2)
+        outage = run_sns_outage(sandbox, orders=8, seed=3)
         # THEN every one of those orders is recorded once, sent, and notified by the reconciler
         assert outage.violations == []
         assert (outage.dead_lettered, outage.pending_after_drop) == (8, 8)
@@ -120,5 +122,5 @@ def test_chaos_run_on_the_deployed_stack_keeps_every_invariant(tmp_path: Path) -
         assert len(rows_after) == len(rows) + 8
         assert Counter(row["event_id"] for row in rows_after).most_common(1)[0][1] == 1
 
-    # AND leaving the sandbox stopped every process it started
+    # AND leaving the sandbox stopped the stand-in and every process it started
     assert [pid for pid in pids if pid is not None and _alive(pid)] == []

@@ -67,6 +67,7 @@ from idempotent_order_pipeline.cli.records import (
     pending_summary,
 )
 from idempotent_order_pipeline.cli.render import age, short, timestamp, to_json
+from idempotent_order_pipeline.cli.sandbox import sandbox
 from idempotent_order_pipeline.discovery import METADATA_KEY, ROLES
 from idempotent_order_pipeline.errors import InvalidMessageError, InvalidTextError, PermanentError
 from idempotent_order_pipeline.keys import parse_identity_fields
@@ -893,6 +894,9 @@ def _expiry(state: Mapping[str, Any]) -> str:
     if state.get("ttl") is not None:
         return timestamp(state.get("ttl")) or "-"
     return "never while pending (the sent mark sets the ttl)" if state.get("status") == "pending" else "-"
+
+
+cli.add_command(sandbox)
 
 
 def main() -> None:

@@ -1,7 +1,8 @@
-"""How this repository's tools run the pinned CDK CLI: quiet, non-interactive, this interpreter's Node first.
+"""How the stand-in and this repository's tools run the CDK CLI: quiet, non-interactive, this interpreter's Node first.
 
-One home for the variables the data-loss gate (``data_loss_gate``) and the sandbox
-(``order_pipeline_sandbox``) give the CLI; the Makefile exports the same ones for its own targets.
+One home for the variables the stand-in (``cdk bootstrap``, the env file it writes for the team's
+``cdk deploy``), ``make demo`` and the data-loss gate (``data_loss_gate``) give the CLI; the
+Makefile exports the same ones for its own targets.
 """
 
 from __future__ import annotations

@@ -1,0 +1,43 @@
+"""Which invocations crash, and where: the seeded crash plan of ``make demo``'s chaos run."""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from order_pipeline_sandbox.lambda_runtime import CrashOrder
+
+
+class RandomCrashes:
+    """A seeded plan the poller asks before each invocation.
+
+    The first ``guaranteed`` invocations crash for sure (at one of their first ``len(records)``
+    calls: every record makes at least one), so that every run injects crashes; after that, each
+    invocation crashes with probability ``rate`` at a random one of its first ``2 x records``
+    calls (a new order costs 3 calls, a duplicate or a parked message 1), before the call is sent
+    or after it returned. A batch holding a message on its last delivery (receive count at
+    ``max_receive_count``) never crashes: the queue's redrive would then park a good message in the
+    DLQ, which is correct behaviour but makes the run's figures depend on luck.
+    """
+
+    def __init__(self, rate: float, seed: int, *, max_receive_count: int | None, guaranteed: int = 2) -> None:
+        self._rate = rate
+        self._rng = random.Random(seed)  # noqa: S311 - chaos, not cryptography
+        self._lock = threading.Lock()
+        self._max_receive_count = max_receive_count
+        self._guaranteed = guaranteed
+
+    def __call__(self, records: Sequence[Mapping[str, Any]]) -> CrashOrder | None:
+        if self._max_receive_count is not None and any(
+            int(record["attributes"].get("ApproximateReceiveCount", 1)) >= self._max_receive_count for record in records
+        ):
+            return None
+        with self._lock:
+            if self._guaranteed > 0:
+                self._guaranteed -= 1
+                return CrashOrder(at_call=self._rng.randint(1, len(records)), after=self._rng.random() < 0.5)
+            if self._rng.random() >= self._rate:
+                return None
+            return CrashOrder(at_call=self._rng.randint(1, 2 * len(records)), after=self._rng.random() < 0.5)

@@ -1,0 +1,89 @@
+"""``order-pipeline sandbox start|status|stop``: the contract scripts outside this repository rely on.
+
+``start`` returns once the stand-in is ready and prints the env file's path as its last line; a
+second ``start`` says it runs already and prints the same path; ``status`` exits 1 when nothing
+runs; ``stop`` stops the stand-in and everything it started.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from idempotent_order_pipeline.cli import cli
+from order_pipeline_sandbox.deploy import CDK_CLI
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def order_pipeline(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """The CLI as a user runs it, in ``cwd``, with this checkout's packages."""
+    environment = {name: value for name, value in os.environ.items() if not name.startswith("AWS_")}
+    environment["PYTHONPATH"] = os.pathsep.join([str(REPO / "infra"), str(REPO)])
+    environment["ORDER_PIPELINE_SANDBOX_CDK"] = str(CDK_CLI)
+    return subprocess.run(  # noqa: S603  (our interpreter, our CLI)
+        [sys.executable, "-m", "idempotent_order_pipeline.cli", *args],
+        cwd=cwd,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def test_status_of_a_state_dir_where_nothing_runs_exits_1(tmp_path: Path) -> None:
+    # GIVEN a state directory no stand-in ever used
+    # WHEN its status is asked
+    result = CliRunner().invoke(cli, ["sandbox", "--state-dir", str(tmp_path), "status"])
+    # THEN it says nothing runs there, with exit code 1
+    assert result.exit_code == 1
+    assert result.output == f"not running (state dir {tmp_path})\n"
+
+
+@pytest.mark.e2e
+def test_start_twice_status_stop(tmp_path: Path) -> None:
+    # GIVEN a directory, its default state dir ./.order-pipeline-sandbox
+    state_dir = tmp_path / ".order-pipeline-sandbox"
+    try:
+        # WHEN the stand-in is started there
+        started = order_pipeline("sandbox", "start", cwd=tmp_path)
+        # THEN it is ready, and the last line is the env file, which points the SDKs at it
+        assert started.returncode == 0, started.stderr
+        lines = started.stdout.strip().splitlines()
+        assert lines[0].startswith("started: http://localhost:")
+        env_file = Path(lines[-1])
+        assert env_file == state_dir / "sandbox.env"
+        exported = dict(line.removeprefix("export ").split("=", 1) for line in env_file.read_text().splitlines())
+        assert exported["AWS_ENDPOINT_URL"] == lines[0].split()[1]
+        assert {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION"} <= set(exported)
+
+        # WHEN it is started again
+        again = order_pipeline("sandbox", "start", cwd=tmp_path)
+        # THEN it says so, and names the same env file last
+        assert again.returncode == 0, again.stderr
+        assert again.stdout.startswith("already running: ")
+        assert again.stdout.strip().splitlines()[-1] == str(env_file)
+
+        # WHEN its status is asked
+        status = order_pipeline("sandbox", "status", "--json", cwd=tmp_path)
+        # THEN it runs, at that endpoint, and runs no function yet
+        assert status.returncode == 0, status.stderr
+        document = json.loads(status.stdout)
+        assert (document["running"], document["endpoint"]) == (True, exported["AWS_ENDPOINT_URL"])
+        assert (document["mappings"], document["schedules"]) == ([], [])
+        pid = document["pid"]
+    finally:
+        # WHEN it is stopped
+        stopped = order_pipeline("sandbox", "stop", cwd=tmp_path)
+    # THEN it is gone, with its env file, and status says so
+    assert stopped.stdout.startswith("stopped (pid ")
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    assert not env_file.exists()
+    assert order_pipeline("sandbox", "status", cwd=tmp_path).returncode == 1
