@@ -184,7 +184,15 @@ def test_use_it_in_your_own_app_works_as_written_from_the_wheel(tmp_path: Path) 
             aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
             aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
         )
-        shipments_table = json.loads((shop / "outputs.json").read_text())["Shop"]["ShipmentsTable"]
+        cloudformation = boto3.client(
+            "cloudformation",
+            endpoint_url=env["AWS_ENDPOINT_URL"],
+            region_name=env["AWS_REGION"],
+            aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
+        )
+        [stack] = cloudformation.describe_stacks(StackName="Shop")["Stacks"]
+        shipments_table = next(o["OutputValue"] for o in stack["Outputs"] if o["OutputKey"] == "ShipmentsTable")
         [pipeline] = map(json.loads, run_block(f"{cli} --stack Shop pipelines --json", shop, env).stdout.splitlines())
 
         # WHEN the orders block runs

@@ -18,9 +18,11 @@ mapping, with the deployed mapping's settings:
 A FIFO queue keeps its group order by itself: SQS (and the endpoint) hands out no message of a
 group while an earlier one of that group is in flight, so every worker may poll it.
 
-Differences from the real poller, on purpose: the visibility timeout is the receive's
-``VisibilityTimeout`` (a few seconds instead of the queue's 6x the function timeout, so that a
-rehearsal sees redeliveries quickly), and concurrency is a fixed number of workers (one per
+Differences from the real poller, on purpose: a batch is received hidden for the function's
+timeout (plus the runtime's grace), so that no other worker gets it while it runs, and whatever
+failed is made visible again after ``visibility_timeout`` seconds (``ChangeMessageVisibility``): a
+few seconds instead of the rest of the queue's 6x the function timeout, so that a rehearsal sees
+redeliveries quickly. Concurrency is a fixed number of workers (one per
 execution environment) instead of Lambda's scaling.
 """
 
@@ -37,7 +39,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from order_pipeline_sandbox.function import QueueMapping
-from order_pipeline_sandbox.lambda_runtime import CrashOrder, FunctionError, FunctionProcess, Invocation
+from order_pipeline_sandbox.lambda_runtime import (
+    TIMEOUT_GRACE_SECONDS,
+    CrashOrder,
+    FunctionError,
+    FunctionProcess,
+    Invocation,
+)
 from order_pipeline_sandbox.server import Endpoint
 
 #: Default visibility timeout of a received batch, shortened from the queue's for the demo.
@@ -151,6 +159,9 @@ class SqsPoller:
         self._mapping = mapping
         self._environments = list(environments)
         self._visibility_timeout = visibility_timeout
+        # Hidden while an invocation may run: the function's timeout, the runtime's grace, a margin.
+        timeout = max((environment.function.timeout_seconds for environment in self._environments), default=0)
+        self._receive_visibility = max(visibility_timeout, timeout + math.ceil(TIMEOUT_GRACE_SECONDS) + 1)
         self._crash_plan = crash_plan
         self._stop_on_unexpected_error = stop_on_unexpected_error
         self._stop = threading.Event()
@@ -186,7 +197,7 @@ class SqsPoller:
             response = sqs.receive_message(
                 QueueUrl=self._mapping.queue_url,
                 MaxNumberOfMessages=min(SQS_MAX_RECEIVE, self._mapping.batch_size - len(messages)),
-                VisibilityTimeout=self._visibility_timeout,
+                VisibilityTimeout=self._receive_visibility,
                 WaitTimeSeconds=wait,
                 MessageSystemAttributeNames=["All"],
                 MessageAttributeNames=["All"],
@@ -229,12 +240,14 @@ class SqsPoller:
                 self.stats.add(crashes_injected=1)
             elif self._stop_on_unexpected_error:
                 self._stop.set()
+            self._release(sqs, messages)
             return
         ids = [message["MessageId"] for message in messages]
         failed = reported_failures(invocation.payload, ids) if self._mapping.reports_batch_item_failures else set()
         if failed is None:
             failed = set(ids)
         self.stats.add(records_reported_failed=len(failed))
+        self._release(sqs, [message for message in messages if message["MessageId"] in failed])
         done = [message for message in messages if message["MessageId"] not in failed]
         for start in range(0, len(done), SQS_MAX_RECEIVE):
             chunk = done[start : start + SQS_MAX_RECEIVE]
@@ -245,6 +258,22 @@ class SqsPoller:
                 ],
             )
             self.stats.add(records_deleted=len(response.get("Successful", [])))
+
+    def _release(self, sqs: Any, messages: Sequence[Mapping[str, Any]]) -> None:
+        """Let what failed come back after ``visibility_timeout`` seconds rather than the receive's."""
+        for start in range(0, len(messages), SQS_MAX_RECEIVE):
+            chunk = messages[start : start + SQS_MAX_RECEIVE]
+            sqs.change_message_visibility_batch(
+                QueueUrl=self._mapping.queue_url,
+                Entries=[
+                    {
+                        "Id": str(index),
+                        "ReceiptHandle": message["ReceiptHandle"],
+                        "VisibilityTimeout": self._visibility_timeout,
+                    }
+                    for index, message in enumerate(chunk)
+                ],
+            )
 
     def queue_depth(self) -> tuple[int, int]:
         """(visible, in flight) messages of the source queue."""

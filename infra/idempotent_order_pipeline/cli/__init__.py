@@ -13,10 +13,12 @@ what was found. A stack deployed before the metadata existed is read through ``a
 * ``dlq list``          the parked messages with their ``error_code``, without consuming them;
 * ``dlq drop``          delete selected parked messages for good (printed as a record);
 * ``redrive``           the DLQ back to the queue (StartMessageMoveTask, else receive-send-delete);
-* ``pending``           state records stuck in ``pending`` (``--resend`` re-enqueues their orders).
+* ``pending``           state records stuck in ``pending`` (``--resend`` re-enqueues their orders);
+* ``sandbox``           ``start|status|wait|stop`` the local stand-in for AWS (the ``sandbox`` extra).
 
 Modules: :mod:`.aws` (clients, the stack, the pipeline's resources), :mod:`.dead_letters` (peek and redrive),
-:mod:`.records` (the two tables), :mod:`.errors`, :mod:`.render` (timestamps, exact JSON) and
+:mod:`.records` (the two tables), :mod:`.errors`, :mod:`.render` (timestamps, exact JSON),
+:mod:`.sandbox` (the stand-in's commands, a front for ``order_pipeline_sandbox``) and
 :mod:`.commands` (the click commands). The operations are plain functions over boto3 clients, so
 they are usable and testable without the command line. Needs the ``ops`` extra (click).
 """
