@@ -14,6 +14,7 @@ what was found. A stack deployed before the metadata existed is read through ``a
 * ``dlq drop``          delete selected parked messages for good (printed as a record);
 * ``redrive``           the DLQ back to the queue (StartMessageMoveTask, else receive-send-delete);
 * ``pending``           state records stuck in ``pending`` (``--resend`` re-enqueues their orders);
+* ``migrate``           state records of older releases into today's shape (:mod:`.migrate`);
 * ``sandbox``           ``start|status|wait|stop`` the local stand-in for AWS (the ``sandbox`` extra).
 
 Modules: :mod:`.aws` (clients, the stack, the pipeline's resources), :mod:`.dead_letters` (peek and redrive),

@@ -57,6 +57,7 @@ from idempotent_order_pipeline.cli.errors import (
     describe,
     endpoint_message,
 )
+from idempotent_order_pipeline.cli.migrate import migrate
 from idempotent_order_pipeline.cli.output import Failure, confirm, echo, on_terminal, summarise
 from idempotent_order_pipeline.cli.records import (
     DEFAULT_PENDING_AGE,
@@ -896,6 +897,8 @@ def _expiry(state: Mapping[str, Any]) -> str:
     return "never while pending (the sent mark sets the ttl)" if state.get("status") == "pending" else "-"
 
 
+# Commands in modules of their own.
+cli.add_command(migrate)
 cli.add_command(sandbox)
 
 
