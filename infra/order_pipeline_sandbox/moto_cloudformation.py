@@ -32,10 +32,12 @@ a skipped resource, a refused one) is logged to :data:`LOGGER`, which the server
    subscriber stack deploys and never receives a message. Here it subscribes (with its
    ``RawMessageDelivery``, ``FilterPolicy``, ``FilterPolicyScope`` and ``RedrivePolicy``) and
    unsubscribes on deletion.
-6. **Unsupported resource types fail the deploy.** moto skips a type it does not implement with a
-   warning nobody sees. Here only the types in :data:`SKIPPABLE_TYPES` (monitoring and resource
-   policies, which change nothing the stand-in runs) are skipped, logged; any other fails the
-   deploy as CloudFormation fails a resource, naming the logical id and the type.
+6. **Unsupported resource types and intrinsics fail the deploy.** moto skips a type it does not
+   implement with a warning nobody sees, and passes a template function it does not evaluate (such
+   as ``Fn::Cidr``) on as the property's value. Here only the types in :data:`SKIPPABLE_TYPES`
+   (monitoring and resource policies, which change nothing the stand-in runs) are skipped, logged;
+   any other type, and any function outside :data:`SUPPORTED_INTRINSICS`, fails the deploy as
+   CloudFormation fails a resource, naming the logical id, the type and the function.
 7. **``UsePreviousValue`` of an SSM-typed parameter.** For an update by change set (``cdk deploy`` of
    a deployed stack passes ``UsePreviousValue`` for parameters such as ``PowertoolsLayerArn`` and
    ``BootstrapVersion``) moto takes the *resolved* value (the layer ARN) as the new input and then
@@ -89,6 +91,22 @@ SKIPPABLE_TYPES = frozenset(
         "AWS::Lambda::EventInvokeConfig",
     }
 )
+#: The template functions moto's ``clean_json`` evaluates in resource properties (with ``Ref``).
+SUPPORTED_INTRINSICS = frozenset(
+    {
+        "Fn::Base64",
+        "Fn::FindInMap",
+        "Fn::GetAZs",
+        "Fn::GetAtt",
+        "Fn::If",
+        "Fn::ImportValue",
+        "Fn::Join",
+        "Fn::Select",
+        "Fn::Split",
+        "Fn::Sub",
+        "Fn::ToJsonString",
+    }
+)
 #: Name limits of the generated names (SQS ``CreateQueue``, SNS ``CreateTopic``).
 MAX_QUEUE_NAME = 80
 MAX_TOPIC_NAME = 256
@@ -131,6 +149,10 @@ class ResourceFailed(Exception):
 
 class UnsupportedResourceType(ValueError):
     """A resource type moto does not implement and the stand-in cannot skip."""
+
+
+class UnsupportedIntrinsic(ValueError):
+    """A template function moto's CloudFormation does not evaluate."""
 
 
 # --- 1. change sets belong to a stack -------------------------------------------------------------
@@ -242,9 +264,13 @@ def _as_resource_failure(exc: Exception) -> ResourceFailed:
 
 
 def _reason(exc: BaseException) -> str:
-    message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
-    code = getattr(exc, "code", None)
-    return f"{code}: {message}" if isinstance(code, str) and code not in message else str(message)
+    """``Code: message`` of a moto service error, the stand-in's own message, ``Type: text`` of anything else."""
+    code, message = getattr(exc, "code", None), getattr(exc, "message", None)
+    if isinstance(code, str) and isinstance(message, str):
+        return message if message.startswith(code) else f"{code}: {message}"
+    if type(exc).__module__ == __name__:  # the stand-in's own refusals say it all
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"
 
 
 def _roll_back(
@@ -395,7 +421,8 @@ def parse_resource_and_generate_name(logical_id: str, resource_json: dict[str, A
 
 
 def parse_resource(resource_json: dict[str, Any], resources_map: Any) -> Any:
-    """moto's ``parse_resource``; an unimplemented type outside :data:`SKIPPABLE_TYPES` is refused."""
+    """moto's ``parse_resource``; an unimplemented type outside :data:`SKIPPABLE_TYPES`, or a function
+    outside :data:`SUPPORTED_INTRINSICS`, is refused."""
     resource_type = resource_json["Type"]
     if resource_class_from_type(resource_type) is None and resource_type not in parsing.NULL_MODELS:
         if resource_type not in SKIPPABLE_TYPES:
@@ -407,7 +434,25 @@ def parse_resource(resource_json: dict[str, Any], resources_map: Any) -> Any:
             "stack %s: skipped a %s (nothing the stand-in runs)", resources_map["AWS::StackName"], resource_type
         )
         return None
+    unsupported = sorted(set(_functions(resource_json.get("Properties"))) - SUPPORTED_INTRINSICS)
+    if unsupported:
+        raise UnsupportedIntrinsic(
+            f"Template function(s) {', '.join(unsupported)} not supported by the local stand-in (moto's "
+            f"CloudFormation evaluates only Ref and {', '.join(sorted(SUPPORTED_INTRINSICS))})"
+        )
     return _ORIGINAL["parse_resource"](resource_json, resources_map)
+
+
+def _functions(node: Any) -> Iterator[str]:
+    """Every ``Fn::`` key in a template fragment."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if isinstance(key, str) and key.startswith("Fn::"):
+                yield key
+            yield from _functions(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _functions(value)
 
 
 def _named_failures(original: Callable[..., Any], verb: str) -> Callable[..., Any]:

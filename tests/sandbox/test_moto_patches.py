@@ -790,3 +790,44 @@ def test_cdk_deploy_of_fifo_cross_stack_and_a_failed_then_corrected_deploy(tmp_p
         sqs.send_message(QueueUrl=orders_queue, MessageBody="{}")
         # AND the orders stack's export went with it
         assert export["Name"] not in {e["Name"] for e in cloudformation.list_exports()["Exports"]}
+
+
+def test_an_unsupported_template_function_fails_the_deploy_naming_it(cfn: Any) -> None:
+    # GIVEN a resource whose property uses a function moto does not evaluate
+    template = {
+        "Resources": {
+            "Queue": {
+                "Type": "AWS::SQS::Queue",
+                "Properties": {
+                    "Tags": [{"Key": "cidr", "Value": {"Fn::Select": [0, {"Fn::Cidr": ["10.0.0.0/16", 4, 8]}]}}]
+                },
+            }
+        }
+    }
+    # WHEN it is deployed
+    status = _deploy(cfn, "Cidr", template)
+    # THEN the deploy fails naming the resource, its type and the function, and nothing is left
+    assert status == "ROLLBACK_COMPLETE"
+    [(logical_id, resource_type, reason)] = _failed_events(cfn, "Cidr")
+    assert (logical_id, resource_type) == ("Queue", "AWS::SQS::Queue")
+    assert reason.startswith("Template function(s) Fn::Cidr not supported by the local stand-in")
+    assert boto3.client("sqs", region_name=REGION).list_queues().get("QueueUrls", []) == []
+
+
+def test_moto_alone_passes_an_unevaluated_function_on_as_a_value() -> None:
+    # GIVEN moto without the fixes (if this fails, moto fixed it: re-check the patch)
+    with mock_aws():
+        cloudformation = boto3.client("cloudformation", region_name=REGION)
+        template = {
+            "Resources": {
+                "Queue": {
+                    "Type": "AWS::SQS::Queue",
+                    "Properties": {"Tags": [{"Key": "n", "Value": {"Fn::Cidr": ["10.0.0.0/16", 4, 8]}}]},
+                }
+            }
+        }
+        # WHEN it is deployed  THEN the stack is "complete" with the function as the tag's value
+        assert _deploy(cloudformation, "Cidr", template) == "CREATE_COMPLETE"
+        sqs = boto3.client("sqs", region_name=REGION)
+        [url] = sqs.list_queues()["QueueUrls"]
+        assert "Fn::Cidr" in str(sqs.list_queue_tags(QueueUrl=url)["Tags"]["n"])
