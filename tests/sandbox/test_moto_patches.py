@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import datetime
 import json
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -831,3 +832,16 @@ def test_moto_alone_passes_an_unevaluated_function_on_as_a_value() -> None:
         sqs = boto3.client("sqs", region_name=REGION)
         [url] = sqs.list_queues()["QueueUrls"]
         assert "Fn::Cidr" in str(sqs.list_queue_tags(QueueUrl=url)["Tags"]["n"])
+
+
+def test_docs_name_every_skipped_type_and_every_evaluated_function() -> None:
+    # GIVEN docs/sandbox.md's section on the stand-in's CloudFormation
+    page = (Path(__file__).resolve().parents[2] / "docs" / "sandbox.md").read_text()
+    section = page.split("## What the stand-in's CloudFormation does beyond moto", 1)[1]
+    # WHEN the types and functions it names are collected
+    named = set(re.findall(r"`((?:AWS::|Fn::)[A-Za-z0-9:]+)`", section))
+    # THEN every skipped type is named, and the functions named are the evaluated ones (plus the
+    # table's example of one that is not), so the page never drifts from the code
+    assert named >= moto_cloudformation.SKIPPABLE_TYPES
+    functions = {name for name in named if name.startswith("Fn::")}
+    assert functions == moto_cloudformation.SUPPORTED_INTRINSICS | {"Fn::Cidr"}
