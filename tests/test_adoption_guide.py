@@ -3,13 +3,15 @@
 The ``bash`` blocks of that page run unchanged, in order, in a temporary directory outside this
 repository: the install (the wheel built from this checkout as ``PIPELINE_SOURCE``, with its
 ``sandbox`` extra, into a new virtualenv by pip from the configured index: nothing of this
-checkout's virtualenv), the app and its ``cdk synth``, ``order-pipeline sandbox start`` and ``cdk
-deploy``, orders sent and their result, the redrive and ``sandbox stop``. Between the result and
-the redrive, the acceptance traffic of issue 22 goes through the same deployed app with the
-documented commands only: 200 orders, some repeated, some conflicting, some invalid, sent with
-``order-pipeline send``; every accepted order must be recorded once, notified and shipped once by
-the subscriber, every conflict parked with its code, every invalid line refused with its code,
-within :data:`ACCEPTANCE_SECONDS`.
+checkout's virtualenv); the app (a stack with a standard and a FIFO pipeline, a second stack whose
+function subscribes to the first's topic across stacks) and its ``cdk synth``; ``order-pipeline
+sandbox start`` and ``cdk deploy``; orders sent and their result; the redrive and ``sandbox
+stop``. Between the result and the redrive, the acceptance traffic of issue 22 goes through the
+same deployed app with the documented commands only: 200 orders, some repeated, some conflicting,
+some invalid, sent with ``order-pipeline send`` to each pipeline; every accepted order must be
+recorded once and notified (and shipped once by the subscriber of the standard pipeline), every
+conflict parked with its code, every invalid line refused with its code, within
+:data:`ACCEPTANCE_SECONDS`.
 
 What the team brings is given the way a team has it: Node and the CDK CLI on ``PATH`` (here this
 checkout's pinned ones, linked into a directory of their own).
@@ -94,16 +96,16 @@ def run_block(block: str, cwd: Path, env: dict[str, str]) -> subprocess.Complete
     return completed
 
 
-def acceptance_orders(seed: int) -> tuple[list[str], dict[str, dict[str, Any]], set[str], set[int]]:
+def acceptance_orders(seed: int) -> tuple[list[str], dict[str, dict[str, Any]], list[str], set[int]]:
     """200 lines: new orders, repeats of them, conflicting versions, invalid lines.
 
     Returns the lines, the order each accepted ``order_id`` must be recorded with (its first
-    version), the ids of the conflicting ones and the (1-based) numbers of the invalid lines.
+    version), the order id of each conflicting line and the (1-based) numbers of the invalid lines.
     """
     rng = random.Random(seed)
     lines: list[str] = []
     first: dict[str, dict[str, Any]] = {}
-    conflicting: set[str] = set()
+    conflicting: list[str] = []
     invalid: set[int] = set()
     while len(lines) < ACCEPTANCE_ORDERS:
         roll = rng.random()
@@ -111,7 +113,7 @@ def acceptance_orders(seed: int) -> tuple[list[str], dict[str, dict[str, Any]], 
             lines.append(json.dumps(first[rng.choice(sorted(first))]))  # the producer re-sends
         elif roll < 0.22 and first:
             order_id = rng.choice(sorted(first))
-            conflicting.add(order_id)
+            conflicting.append(order_id)
             lines.append(json.dumps({**first[order_id], "amount": first[order_id]["amount"] + 1}))
         elif roll < 0.27:
             lines.append(json.dumps({"amount": 1}))  # no order_id: the identity field is missing
@@ -191,55 +193,87 @@ def test_use_it_in_your_own_app_works_as_written_from_the_wheel(tmp_path: Path) 
             aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
             aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
         )
-        [stack] = cloudformation.describe_stacks(StackName="Shop")["Stacks"]
+        sqs = boto3.client(
+            "sqs",
+            endpoint_url=env["AWS_ENDPOINT_URL"],
+            region_name=env["AWS_REGION"],
+            aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
+        )
+        [stack] = cloudformation.describe_stacks(StackName="Fulfilment")["Stacks"]
         shipments_table = next(o["OutputValue"] for o in stack["Outputs"] if o["OutputKey"] == "ShipmentsTable")
-        [pipeline] = map(json.loads, run_block(f"{cli} --stack Shop pipelines --json", shop, env).stdout.splitlines())
+        listing = run_block(f"{cli} --stack Shop pipelines --json", shop, env).stdout.splitlines()
+        pipelines = {entry["id"]: entry for entry in map(json.loads, listing)}
+        # AND the FIFO pipeline's queue got its generated .fifo name
+        assert sorted(pipelines) == ["Orders", "Payments"]
+        assert pipelines["Payments"]["queue"].endswith(".fifo")
 
         # WHEN the orders block runs
         result = run_block(orders, shop, env)
-        # THEN o-1 is recorded once and notified, o-2's conflicting version is parked with its code,
-        # and the subscriber shipped each order once
+        # THEN o-1 is recorded once and notified, o-2's conflicting version is parked with its code by
+        # the standard pipeline (the FIFO queue drops it: same deduplication id), and the subscriber
+        # in the other stack shipped each order of Orders once
         assert "notified   yes (status sent)" in result.stdout, result.stdout
-        assert re.search(r"^IDEMPOTENCY_CONFLICT +o-2 ", result.stdout, re.M), result.stdout
+        assert len(re.findall(r"^IDEMPOTENCY_CONFLICT +o-2 ", result.stdout, re.M)) == 1, result.stdout
+        assert "0 shown of 0 read" in result.stdout, result.stdout
         assert "shipped: ['o-1', 'o-2']" in result.stdout, result.stdout
-        # AND the stand-in ran the consumer and the subscriber from their mappings, the reconciler on its schedule
+        # AND the stand-in ran the consumers and the subscriber from their mappings, the reconcilers on their schedule
         status = json.loads(run_block(f"{cli} sandbox status --json", shop, env).stdout)
         handlers = sorted(mapping["handler"] for mapping in status["mappings"])
-        assert handlers == ["handler.handler", "order_consumer.handler.handler"]
-        assert [schedule["every_seconds"] for schedule in status["schedules"]] == [300]
+        assert handlers == ["handler.handler", "order_consumer.handler.handler", "order_consumer.handler.handler"]
+        assert [mapping["fifo"] for mapping in status["mappings"]].count(True) == 1
+        assert [schedule["every_seconds"] for schedule in status["schedules"]] == [300, 300]
         assert status["problems"] == []
 
-        # WHEN the acceptance traffic is sent with the CLI and the stand-in settles
+        # WHEN the acceptance traffic is sent with the CLI to both pipelines and the stand-in settles
         lines, first, conflicting, invalid = acceptance_orders(seed=22)
         (shop / "acceptance.jsonl").write_text("\n".join(lines) + "\n")
         started = time.monotonic()
-        sent = run_block(f"{cli} --stack Shop send acceptance.jsonl --on-invalid skip --json", shop, env)
+        sent = {
+            name: run_block(
+                f"{cli} --stack Shop --pipeline {name} send acceptance.jsonl --on-invalid skip --json", shop, env
+            )
+            for name in pipelines
+        }
         run_block(f"{cli} sandbox wait --timeout {ACCEPTANCE_SECONDS}", shop, env)
         elapsed = time.monotonic() - started
-        # THEN each invalid line was refused with its code, and every other line sent
-        results = [json.loads(line) for line in sent.stdout.splitlines()]
-        refused = {line["line"] for line in results if not line["sent"] and line["error"].startswith("INVALID_MESSAGE")}
-        assert refused == invalid
-        assert all(line["sent"] for line in results if line["line"] not in invalid)
-        # AND every accepted order is recorded once, with its first version, and marked sent
-        rows = [item for item in _scan(dynamodb, pipeline["order_records_table"]) if "acc-" in str(item)]
-        recorded = {item["order_id"]["S"]: json.loads(item["amount"]["N"]) for item in rows}
-        assert len(rows) == len(first)
-        assert recorded == {order_id: order["amount"] for order_id, order in first.items()}
-        # AND the subscriber shipped each one once
+        for name, pipeline in pipelines.items():
+            # THEN each invalid line was refused with its code, and every other line sent
+            results = [json.loads(line) for line in sent[name].stdout.splitlines()]
+            refused = {r["line"] for r in results if not r["sent"] and r["error"].startswith("INVALID_MESSAGE")}
+            assert refused == invalid, name
+            assert all(r["sent"] for r in results if r["line"] not in invalid), name
+            # AND every accepted order is recorded once, with its first version
+            rows = [item for item in _scan(dynamodb, pipeline["order_records_table"]) if "acc-" in str(item)]
+            recorded = {item["order_id"]["S"]: json.loads(item["amount"]["N"]) for item in rows}
+            assert len(rows) == len(first), name
+            assert recorded == {order_id: order["amount"] for order_id, order in first.items()}, name
+            # AND every event (these and the walk-through's o-1 and o-2) is marked sent: notified
+            states = _scan(dynamodb, pipeline["processed_events_table"])
+            assert [item["status"]["S"] for item in states] == ["sent"] * (len(first) + 2), name
+            depth = sqs.get_queue_attributes(
+                QueueUrl=pipeline["dead_letter_queue"], AttributeNames=["ApproximateNumberOfMessages"]
+            )["Attributes"]["ApproximateNumberOfMessages"]
+            if pipeline["queue"].endswith(".fifo"):
+                # AND a FIFO queue dropped the conflicting lines itself (the deduplication id is the event id)
+                assert int(depth) == 0, name
+                continue
+            # AND the standard pipeline's DLQ holds exactly the conflicting lines (and the walk-through's
+            # o-2), each parked as IDEMPOTENCY_CONFLICT
+            assert int(depth) == len(conflicting) + 1, name
+            parked = run_block(f"{cli} --stack Shop --pipeline {name} dlq list --json", shop, env)
+            codes = [
+                (entry["order_id"], entry["error_code"])
+                for entry in map(json.loads, parked.stdout.splitlines())
+                if str(entry.get("order_id", "")).startswith("acc-")
+            ]
+            assert sorted(codes) == sorted((order_id, "IDEMPOTENCY_CONFLICT") for order_id in conflicting), name
+        # AND the subscriber shipped each order of Orders once
         shipped = [item["order_id"]["S"] for item in _scan(dynamodb, shipments_table)]
         assert sorted(order_id for order_id in shipped if order_id.startswith("acc-")) == sorted(first)
-        # AND exactly the conflicting versions are parked, as IDEMPOTENCY_CONFLICT
-        parked = run_block(f"{cli} --stack Shop dlq list --json", shop, env)
-        codes = {
-            (entry["order_id"], entry["error_code"])
-            for entry in map(json.loads, parked.stdout.splitlines())
-            if str(entry.get("order_id", "")).startswith("acc-")
-        }
-        assert codes == {(order_id, "IDEMPOTENCY_CONFLICT") for order_id in conflicting}
         # AND all of it within the stated time
         assert elapsed < ACCEPTANCE_SECONDS
-        print(f"acceptance: {len(lines)} lines, {len(first)} orders, settled in {elapsed:.1f} s")
+        print(f"acceptance: {len(lines)} lines x 2 pipelines, {len(first)} orders each, settled in {elapsed:.1f} s")
 
         # WHEN the redrive block runs
         redriven = run_block(redrive, shop, env)

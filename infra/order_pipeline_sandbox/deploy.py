@@ -164,13 +164,13 @@ def find_cdk_cli(explicit: str | os.PathLike[str] | None = None) -> Path:
         found = shutil.which(str(named))
         if found is None:
             raise DeployError(f"the CDK CLI {str(named)!r} (--cdk or ${CDK_CLI_VARIABLE}) is not an executable")
-        return Path(found)
+        return Path(found).absolute()  # the CLI runs in another directory
     on_path = shutil.which("cdk", path=cdk_cli_environment(os.environ)["PATH"])
     candidates = [Path(on_path)] if on_path else []
     candidates += [Path.cwd() / "node_modules" / ".bin" / "cdk", CDK_CLI]
     for candidate in candidates:
         if candidate.exists():
-            return candidate
+            return candidate.absolute()
     raise DeployError(
         f"no CDK CLI found: pass --cdk PATH or set ${CDK_CLI_VARIABLE}, or put `cdk` on PATH "
         "(npm install aws-cdk; it needs Node 22+)"

@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from idempotent_order_pipeline.cli import cli
-from order_pipeline_sandbox.deploy import CDK_CLI
+from order_pipeline_sandbox.deploy import CDK_CLI, DeployError, find_cdk_cli
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -44,6 +44,24 @@ def test_status_of_a_state_dir_where_nothing_runs_exits_1(tmp_path: Path) -> Non
     # THEN it says nothing runs there, with exit code 1
     assert result.exit_code == 1
     assert result.output == f"not running (state dir {tmp_path})\n"
+
+
+def test_the_cdk_cli_named_is_made_absolute_and_a_missing_one_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN an executable named by a relative path, and a name that is no executable
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "cdk").write_text("#!/bin/sh\n")
+    (tmp_path / "bin" / "cdk").chmod(0o755)
+    monkeypatch.chdir(tmp_path)
+    # WHEN each is looked up
+    # THEN the first comes back absolute (bootstrap runs it from another directory)
+    assert find_cdk_cli("bin/cdk") == tmp_path / "bin" / "cdk"
+    # AND the second is an error naming it and where it came from
+    with pytest.raises(
+        DeployError, match=r"'no-such-cdk' \(--cdk or \$ORDER_PIPELINE_SANDBOX_CDK\) is not an executable"
+    ):
+        find_cdk_cli("no-such-cdk")
 
 
 @pytest.mark.e2e
