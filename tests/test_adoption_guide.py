@@ -214,7 +214,7 @@ def test_use_it_in_your_own_app_works_as_written_from_the_wheel(tmp_path: Path) 
         # the standard pipeline (the FIFO queue drops it: same deduplication id), and the subscriber
         # in the other stack shipped each order of Orders once
         assert "notified   yes (status sent)" in result.stdout, result.stdout
-        assert len(re.findall(r"^IDEMPOTENCY_CONFLICT +o-2 ", result.stdout, re.M)) == 1, result.stdout
+        assert re.search(r"^IDEMPOTENCY_CONFLICT +o-2 ", result.stdout, re.M), result.stdout
         assert "0 shown of 0 read" in result.stdout, result.stdout
         assert "shipped: ['o-1', 'o-2']" in result.stdout, result.stdout
         # AND the stand-in ran the consumers and the subscriber from their mappings, the reconcilers on their schedule
@@ -259,15 +259,16 @@ def test_use_it_in_your_own_app_works_as_written_from_the_wheel(tmp_path: Path) 
                 assert int(depth) == 0, name
                 continue
             # AND the standard pipeline's DLQ holds exactly the conflicting lines (and the walk-through's
-            # o-2), each parked as IDEMPOTENCY_CONFLICT
-            assert int(depth) == len(conflicting) + 1, name
+            # o-2), each parked as IDEMPOTENCY_CONFLICT (parking is at least once: a message whose
+            # parking call was retried is there twice, with the same source message)
             parked = run_block(f"{cli} --stack Shop --pipeline {name} dlq list --json", shop, env)
-            codes = [
-                (entry["order_id"], entry["error_code"])
+            by_source = {
+                entry["source_message_id"]: (entry["order_id"], entry["error_code"])
                 for entry in map(json.loads, parked.stdout.splitlines())
-                if str(entry.get("order_id", "")).startswith("acc-")
-            ]
-            assert sorted(codes) == sorted((order_id, "IDEMPOTENCY_CONFLICT") for order_id in conflicting), name
+            }
+            assert int(depth) >= len(by_source)
+            expected = [(order_id, "IDEMPOTENCY_CONFLICT") for order_id in [*conflicting, "o-2"]]
+            assert sorted(by_source.values()) == sorted(expected), name
         # AND the subscriber shipped each order of Orders once
         shipped = [item["order_id"]["S"] for item in _scan(dynamodb, shipments_table)]
         assert sorted(order_id for order_id in shipped if order_id.startswith("acc-")) == sorted(first)

@@ -8,9 +8,12 @@ virtualenv from its lock with ``pip install --require-hashes``.
 from __future__ import annotations
 
 import re
+import tomllib
 from pathlib import Path
 
 import pytest
+
+from idempotent_order_pipeline.powertools import POWERTOOLS_VERSION
 
 REPO = Path(__file__).resolve().parents[1]
 #: Each virtualenv the Makefile makes: its top-level pins and its lock.
@@ -73,3 +76,17 @@ def test_the_makefile_installs_every_virtualenv_from_its_lock_with_require_hashe
     for lock in LOCKS.values():
         assert [line for line in requirement_installs if f"-r {lock}" in line and "--require-hashes" in line], lock
     assert [line for line in requirement_installs if ".txt" in line] == []
+
+
+def test_the_sandbox_extra_pins_what_the_stand_in_is_built_and_tested_against() -> None:
+    # GIVEN the `sandbox` extra of the distribution, and the pins the test stack runs the stand-in with
+    extra = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]["sandbox"]
+    pins = {normalized(match[1]): match[2] for line in extra if (match := PIN.match(line))}
+    tested = top_level_pins(REPO / "requirements-dev.txt")
+    assert pins
+    # THEN moto is the version the patches are written against, and Powertools the version whose
+    # public SSM parameter the construct's default layer names (the stand-in publishes that layer)
+    assert pins["moto"] == tested["moto"]
+    assert pins["aws-lambda-powertools"] == POWERTOOLS_VERSION == tested["aws-lambda-powertools"]
+    # AND the extra brings the CLI that fronts it
+    assert "idempotent-order-pipeline[ops]" in extra
