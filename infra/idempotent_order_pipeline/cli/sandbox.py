@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from idempotent_order_pipeline.cli.output import Failure, echo
+
 if TYPE_CHECKING:
     from order_pipeline_sandbox import control
 
@@ -33,7 +35,7 @@ def _control() -> Any:
     except ModuleNotFoundError as exc:
         if (exc.name or "").partition(".")[0] not in SANDBOX_EXTRA_MODULES:
             raise
-        raise click.ClickException(SANDBOX_EXTRA_HINT.format(missing=exc.name)) from exc
+        raise Failure(SANDBOX_EXTRA_HINT.format(missing=exc.name)) from exc
     return control
 
 
@@ -98,12 +100,12 @@ def start(ctx: click.Context, cdk: str | None, concurrency: int, visibility_time
     try:
         stand_in, started = control.start(state, options=options, cdk=cdk, timeout=timeout)
     except control.StandInError as exc:
-        raise click.ClickException(str(exc)) from exc
+        raise Failure(str(exc)) from exc
     verb = "started" if started else "already running"
-    click.echo(f"{verb}: {stand_in.endpoint_url} (region {stand_in.region}, pid {stand_in.pid})")
-    click.echo(f"log: {state.log_file} (functions: {state.logs_dir}/<function>-<n>.log)")
-    click.echo(f"next: source {state.env_file}; cdk deploy; order-pipeline send ...")
-    click.echo(str(state.env_file))
+    echo(f"{verb}: {stand_in.endpoint_url} (region {stand_in.region}, pid {stand_in.pid})")
+    echo(f"log: {state.log_file} (functions: {state.logs_dir}/<function>-<n>.log)")
+    echo(f"next: source {state.env_file}; cdk deploy; order-pipeline send ...")
+    echo(str(state.env_file))
 
 
 @sandbox.command()
@@ -116,9 +118,9 @@ def status(ctx: click.Context, as_json: bool) -> None:
     stand_in = control.running(state)
     if stand_in is None:
         if as_json:
-            click.echo(json.dumps({"running": False, "state_dir": str(state.path)}))
+            echo(json.dumps({"running": False, "state_dir": str(state.path)}))
         else:
-            click.echo(f"not running (state dir {state.path})")
+            echo(f"not running (state dir {state.path})")
         ctx.exit(1)
     live = stand_in.status()
     if as_json:
@@ -131,19 +133,19 @@ def status(ctx: click.Context, as_json: bool) -> None:
             "log_file": str(state.log_file),
             **live,
         }
-        click.echo(json.dumps(document))
+        echo(json.dumps(document))
         return
-    click.echo(f"running: {stand_in.endpoint_url} (region {stand_in.region}, pid {stand_in.pid})")
-    click.echo(f"env file: {state.env_file}\nlog: {state.log_file}")
+    echo(f"running: {stand_in.endpoint_url} (region {stand_in.region}, pid {stand_in.pid})")
+    echo(f"env file: {state.env_file}\nlog: {state.log_file}")
     for mapping in live.get("mappings", []):
-        click.echo(
+        echo(
             f"  {mapping['function']} <- {mapping['queue']}: batch {mapping['batch_size']}, "
             f"{mapping['invocations']} invocation(s), {sum(mapping['function_errors'].values())} error(s)"
         )
     for schedule in live.get("schedules", []):
-        click.echo(f"  {schedule['function']} every {schedule['every_seconds']} s: {schedule['invocations']} run(s)")
+        echo(f"  {schedule['function']} every {schedule['every_seconds']} s: {schedule['invocations']} run(s)")
     for problem in live.get("problems", []):
-        click.echo(f"  cannot run {problem}")
+        echo(f"  cannot run {problem}")
 
 
 @sandbox.command()
@@ -155,11 +157,11 @@ def wait(ctx: click.Context, timeout: float) -> None:
     state = _state(ctx)
     stand_in = control.running(state)
     if stand_in is None:
-        raise click.ClickException(f"not running (state dir {state.path})")
+        raise Failure(f"not running (state dir {state.path})")
     if not control.wait_until_idle(stand_in, timeout=timeout):
-        click.echo(f"still busy after {timeout:.0f} s (see order-pipeline sandbox status)")
+        echo(f"still busy after {timeout:.0f} s (see order-pipeline sandbox status)")
         ctx.exit(1)
-    click.echo("idle: every polled queue is empty")
+    echo("idle: every polled queue is empty")
 
 
 @sandbox.command()
@@ -169,4 +171,4 @@ def stop(ctx: click.Context) -> None:
     control = _control()
     state = _state(ctx)
     stopped = control.stop(state)
-    click.echo("not running" if stopped is None else f"stopped (pid {stopped.pid})")
+    echo("not running" if stopped is None else f"stopped (pid {stopped.pid})")
