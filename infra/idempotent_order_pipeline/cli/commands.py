@@ -58,6 +58,7 @@ from idempotent_order_pipeline.cli.errors import (
     describe,
     endpoint_message,
 )
+from idempotent_order_pipeline.cli.migrate import migrate
 from idempotent_order_pipeline.cli.output import Failure, confirm, echo, on_terminal, summarise
 from idempotent_order_pipeline.cli.records import (
     DEFAULT_PENDING_AGE,
@@ -942,6 +943,10 @@ def _expiry(state: Mapping[str, Any]) -> str:
     if state.get("ttl") is not None:
         return timestamp(state.get("ttl")) or "-"
     return "never while pending (the sent mark sets the ttl)" if state.get("status") == "pending" else "-"
+
+
+# Commands in modules of their own.
+cli.add_command(migrate)
 
 
 def main() -> None:

@@ -50,7 +50,12 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.contract.parked impo
     unparked,
 )
 from idempotent_order_pipeline.cli.aws import queue_arn
-from idempotent_order_pipeline.cli.errors import MoveTaskUnsupportedError, describe, endpoint_message
+from idempotent_order_pipeline.cli.errors import (
+    MoveTaskUnsupportedError,
+    NotRedrivableError,
+    describe,
+    endpoint_message,
+)
 from idempotent_order_pipeline.cli.render import timestamp
 from idempotent_order_pipeline.errors import InvalidMessageError
 from idempotent_order_pipeline.keys import DEFAULT_IDENTITY_FIELDS, IDEMPOTENCY_KEY_ATTRIBUTE, resolve_event_id
@@ -131,8 +136,21 @@ class DeadLetter:
 
     @functools.cached_property
     def original_attributes(self) -> dict[str, MessageAttributeValueTypeDef]:
-        """The attributes as the producer sent them (what a redrive sends)."""
+        """The attributes as the producer sent them (what a redrive sends).
+
+        Raises:
+            NotRedrivableError: a packed attribute cannot be sent (see :attr:`not_redrivable`).
+        """
         return attributes_for_redrive(self.attributes)
+
+    @functools.cached_property
+    def not_redrivable(self) -> str | None:
+        """Why this message cannot go back to the queue as the producer sent it; None when it can."""
+        try:
+            self.original_attributes  # noqa: B018 - computed for its error
+        except NotRedrivableError as exc:
+            return str(exc)
+        return None
 
     @functools.cached_property
     def order(self) -> dict[str, Any] | None:
@@ -150,8 +168,12 @@ class DeadLetter:
     @property
     def event_id(self) -> str | None:
         """The idempotency key the consumer resolves for this message; None if it cannot resolve one."""
-        original = self.original_attributes.get(IDEMPOTENCY_KEY_ATTRIBUTE)
-        key = original.get("StringValue") if original is not None else None
+        if self.not_redrivable is None:
+            original = self.original_attributes.get(IDEMPOTENCY_KEY_ATTRIBUTE)
+            key = original.get("StringValue") if original is not None else None
+        else:  # another attribute cannot be rebuilt; the key (a string) still can
+            packed = self.envelope.packed if self.envelope is not None else {}
+            key = packed.get(IDEMPOTENCY_KEY_ATTRIBUTE, {}).get("stringValue")
         attribute_key = key if isinstance(key, str) else None
         if self.order is None:
             return attribute_key
@@ -416,16 +438,18 @@ def attributes_for_redrive(attributes: Mapping[str, Any]) -> dict[str, MessageAt
     message as it first did (a new failure gets a fresh reason) and a packed ``idempotency_key`` is a
     key again. Any other message - moved by SQS, or parked before the envelope existed - goes back
     with its attributes as they are: an attribute is never interpreted because of its name alone.
+
+    Raises:
+        NotRedrivableError: a packed binary attribute is not base64 (the consumer packs an attribute
+            of a hand-built event as it came); no SendMessage can carry it as it came.
     """
     envelope = envelope_of(attributes, string_key="StringValue")
     result = {name: _send_shape(value) for name, value in unparked(attributes, envelope).items()}
-    if envelope is not None:
-        result.update(
-            {
-                name: cast("MessageAttributeValueTypeDef", send_attribute(value))
-                for name, value in envelope.packed.items()
-            }
-        )
+    for name, value in (envelope.packed if envelope is not None else {}).items():
+        try:
+            result[name] = cast("MessageAttributeValueTypeDef", send_attribute(value))
+        except ValueError as exc:  # binascii.Error
+            raise NotRedrivableError(f"not redrivable: packed attribute {name!r} is not base64 ({exc})") from exc
     return result
 
 
@@ -622,6 +646,11 @@ def redrive_loop(
             report.arrived_later += len(later)
             report.from_other_queues.extend((letter.message_id, str(letter.source_queue_arn)) for letter in foreign)
             report.skipped += len(batch) - len(later) - len(foreign) - len(chosen)
+            # Left in the DLQ (the sweep releases it) and reported with its reason; the others go on.
+            report.failed.extend(
+                (letter.message_id, letter.not_redrivable or "") for letter in chosen if letter.not_redrivable
+            )
+            chosen = [letter for letter in chosen if letter.not_redrivable is None]
             failed_before = len(report.failed)
             for chunk in batch_calls(
                 [(letter, _entry(letter, fifo)) for letter in chosen],
