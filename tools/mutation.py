@@ -6,10 +6,11 @@ with the running function's ``__module__``; the asset's modules are imported as
 ``infra``), so mutmut runs from a staging directory, ``.mutation/``, holding the package at its top
 level, the tests, bench and pyproject.toml (whose ``[tool.mutmut]`` names the core files and the tests).
 
-    python tools/mutation.py run [--max-children N] [--sample K --seed S]   # stage, run, report
+    python tools/mutation.py run [--max-children N] [--sample K --seed S] [--reuse]   # stage, run, report
     python tools/mutation.py report                                        # report the last run
 
-``--sample K`` runs K mutants drawn with ``random.Random(S)`` from all of them (the report says so).
+``--sample K`` runs K mutants drawn with ``random.Random(S)`` from all of them (the report says so);
+``--reuse`` keeps the staging directory, its generated mutants and test stats (after an interrupted run).
 The report lists per module killed / total, and every survivor with its diff.
 """
 
@@ -140,15 +141,21 @@ def main() -> int:
     parser.add_argument("--max-children", type=int, default=2)
     parser.add_argument("--sample", type=int, help="run this many mutants, drawn at random")
     parser.add_argument("--seed", type=int, default=20)
+    parser.add_argument(
+        "--reuse", action="store_true", help="keep .mutation/ (its mutants and test stats) from the last run"
+    )
     args = parser.parse_args()
     site = args.site or next((ROOT / ".venv-mutation" / "lib").glob("python3*/site-packages"))
     sample_file = STAGE / "sample.json"
     if args.command == "run":
-        stage()
+        if not args.reuse:
+            stage()
         names: list[str] = []
+        sample_file.unlink(missing_ok=True)
         if args.sample:
             # Generate the mutants (a run of nothing), then draw the sample from them.
-            _mutmut(["run", "--max-children", str(args.max_children), "nothing.matches*"], args.python, site)
+            if not _metas():
+                _mutmut(["run", "--max-children", str(args.max_children), "nothing.matches*"], args.python, site)
             every = sorted(name for codes in _metas().values() for name in codes)
             draw = random.Random(args.seed)  # noqa: S311 - a reproducible sample, not a secret
             names = sorted(draw.sample(every, min(args.sample, len(every))))
