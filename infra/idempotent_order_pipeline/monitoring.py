@@ -64,6 +64,45 @@ EVENT_SOURCE_METRICS = (
 #: ``messages_polled_not_deleted`` looks at windows this long, so a batch still in flight (up to
 #: 15 minutes of function timeout) is not counted as never deleted.
 POLLED_NOT_DELETED_PERIOD = Duration.minutes(5)
+#: CloudWatch's longest evaluation range (period x evaluation periods) of a metric alarm: 7 days, and
+#: 1 day for a period under an hour (PutMetricAlarm, ``Period``). A longer one fails the deploy.
+MAX_EVALUATION_RANGE = Duration.days(7)
+MAX_SHORT_PERIOD_EVALUATION_RANGE = Duration.days(1)
+SHORT_PERIOD_BELOW = Duration.hours(1)
+
+
+def evaluation_range_fits(period_seconds: float, evaluation_periods: int) -> bool:
+    """Whether CloudWatch accepts an alarm of ``evaluation_periods`` periods of ``period_seconds``."""
+    short = period_seconds < SHORT_PERIOD_BELOW.to_seconds()
+    limit = MAX_SHORT_PERIOD_EVALUATION_RANGE if short else MAX_EVALUATION_RANGE
+    return period_seconds * evaluation_periods <= limit.to_seconds()
+
+
+def allowed_period_ranges(evaluation_periods: int, *, per_period: int = 1) -> list[tuple[int, int]]:
+    """The whole-minute values ``x`` (seconds, as ``(lowest, highest)`` ranges) for which an alarm of
+    ``evaluation_periods`` periods of ``per_period`` x ``x`` fits CloudWatch's evaluation range.
+
+    Two ranges at most, as the limit is longer for periods of an hour or more: with 30 periods,
+    1 to 48 minutes (at most 1 day) and 60 to 336 minutes (at most 7 days), but not 50 minutes.
+    """
+    minute = 60
+    short_below = int(SHORT_PERIOD_BELOW.to_seconds())
+    ranges = [
+        (minute, min(int(MAX_SHORT_PERIOD_EVALUATION_RANGE.to_seconds()) // evaluation_periods, short_below - 1)),
+        (short_below, int(MAX_EVALUATION_RANGE.to_seconds()) // evaluation_periods),
+    ]
+    scaled = [(-(-low // per_period // minute) * minute, high // per_period // minute * minute) for low, high in ranges]
+    found: list[tuple[int, int]] = []
+    for low, high in scaled:
+        if low > high:
+            continue
+        if found and low <= found[-1][1] + minute:  # adjacent minutes: one range
+            found[-1] = (found[-1][0], high)
+        else:
+            found.append((low, high))
+    return found
+
+
 #: Where each description points on-call when no ``runbook_url`` is given.
 DEFAULT_RUNBOOK = "docs/operations.md of idempotent-order-pipeline, section 'Runbook: when an alarm fires'"
 #: Leaves room for ``-<key>`` within CloudWatch's 255 characters.
