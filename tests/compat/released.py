@@ -104,6 +104,11 @@ class ReleasedFunctions:
         self._send({"entry": "handler", "event": {"Records": list(records)}})
         return dict(self._answer())
 
+    def configure(self, environ: Mapping[str, str]) -> None:
+        """Use this environment from the next invocation on (other tables, another topic)."""
+        self._send({"entry": "configure", "event": dict(environ)})
+        assert self._answer() == {"ready": True}
+
     def reconcile(self) -> dict[str, Any]:
         """One run of the released reconciler; its report."""
         self._send({"entry": "reconciler", "event": {}})
