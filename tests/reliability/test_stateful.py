@@ -126,7 +126,9 @@ _PLACEHOLDER_ENVIRONMENT = {
 def shared_moto() -> Iterator[None]:
     """One moto backend and one set of boto3 clients for all examples (each example has its own resources),
     and 0.2.0's functions in one child process on that backend."""
-    with mock_aws(), moto_server() as url:
+    # One lock for every example's in-process clients and the server's requests (see moto_server).
+    _shared["lock"] = threading.RLock()
+    with mock_aws(), moto_server(_shared["lock"]) as url:
         _shared["aws"] = Clients(dynamodb=boto3.client("dynamodb"), sns=boto3.client("sns"), sqs=boto3.client("sqs"))
         _shared["v0_2_0"] = ReleasedFunctions(V0_2_0, url, _PLACEHOLDER_ENVIRONMENT)
         try:
@@ -193,6 +195,7 @@ class OrderPipelineMachine(RuleBasedStateMachine):
         super().__init__()
         STATS.examples += 1
         self.world = World(aws=_shared["aws"], prefix=f"x{STATS.examples}-")
+        self.world.board.lock = _shared["lock"]  # shared with 0.2.0's requests (see shared_moto)
         self.previous: ReleasedFunctions = _shared["v0_2_0"]
         self.previous_sns_down: bool | None = None  # what 0.2.0 is configured with (None: another example's)
         add_pending_index(self.world.dynamodb, self.world.events_table)
