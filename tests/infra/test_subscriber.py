@@ -15,6 +15,7 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_cloudwatch_actions, aws_dynamodb, aws_lambda, aws_sns
 from aws_cdk.assertions import Match, Template
+from cfnlint.api import ManualArgs, lint_file
 from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
 
@@ -24,7 +25,7 @@ from idempotent_order_pipeline.subscriber.construct import DEDUP_ACTIONS
 from idempotent_order_pipeline.subscriber.layer import LAYER_ROOT
 from idempotent_order_pipeline.subscriber.props import DEFAULTS, PROP_NAMES
 from tests.infra.synth import REPO, Synthesized, synth_pipeline
-from tests.infra.test_compliance import CHECKOV
+from tests.infra.test_compliance import ACCEPTED_CFN_LINT_RULES, CHECKOV, LINT_REGIONS
 from tests.infra.test_snapshots import masked
 
 CODE = aws_lambda.Code.from_inline("def handler(event, context):\n    return {}\n")
@@ -366,6 +367,16 @@ def test_checkov_finds_nothing_without_a_shipped_reason(with_pipeline: Synthesiz
     assert skipped
     for check in skipped:
         assert (check["check_id"], check["check_result"]["suppress_comment"]) in reasons, check["resource"]
+
+
+@pytest.mark.slow
+def test_cfn_lint_passes(with_pipeline: Synthesized) -> None:
+    # GIVEN the template of a pipeline with a filtered subscriber
+    # WHEN cfn-lint checks it in several regions
+    matches = lint_file(with_pipeline.template_path, config=ManualArgs(regions=LINT_REGIONS))
+    # THEN it finds nothing but the accepted, justified warnings (the pipeline's list)
+    unexpected = [f"{m.rule.id} {m.message} ({m.path})" for m in matches if m.rule.id not in ACCEPTED_CFN_LINT_RULES]
+    assert unexpected == []
 
 
 @pytest.fixture
