@@ -20,6 +20,7 @@ from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
 
 from idempotent_order_pipeline import IdempotentOrderPipeline, IdempotentSubscriber
+from idempotent_order_pipeline.props import describe_default
 from idempotent_order_pipeline.subscriber import findings
 from idempotent_order_pipeline.subscriber.construct import DEDUP_ACTIONS
 from idempotent_order_pipeline.subscriber.layer import LAYER_ROOT
@@ -329,8 +330,29 @@ def test_the_signature_takes_its_defaults_from_the_props() -> None:
             assert parameters[name].default is inspect.Parameter.empty
         else:
             assert parameters[name].default is getattr(DEFAULTS, name), name
+
+
+def _stated(value: object) -> str:
+    """A default as the docstring states it (a Runtime or Architecture by its constant's name)."""
+    for kind in (aws_lambda.Runtime, aws_lambda.Architecture):
+        if isinstance(value, kind):
+            [constant] = [n for n in dir(kind) if n.isupper() and getattr(getattr(kind, n), "name", None) == value.name]
+            return f"{kind.__name__}.{constant}"
+    return describe_default(value)
+
+
+def test_the_docstring_states_every_default_as_the_props_define_it() -> None:
+    # GIVEN the class docstring's :param entries
     docstring = IdempotentSubscriber.__doc__ or ""
-    assert all(f":param {name}:" in docstring for name in PROP_NAMES)
+    params = {
+        name: " ".join(text.split())
+        for name, text in re.findall(r":param (\w+):(.*?)(?=\n    :param |\Z)", docstring, re.S)
+    }
+    # WHEN each optional prop's entry is read / THEN it states the default SubscriberProps defines
+    assert set(PROP_NAMES) <= set(params)
+    for name in PROP_NAMES:
+        if name not in ("code", "handler"):
+            assert f"Default: {_stated(getattr(DEFAULTS, name))}" in params[name], name
 
 
 def test_cdk_nag_finds_nothing_unacknowledged_and_the_docs_list_every_reason(with_pipeline: Synthesized) -> None:
