@@ -13,11 +13,9 @@ from typing import Any
 
 import aws_cdk as cdk
 import pytest
-from aws_cdk import aws_cloudwatch_actions, aws_dynamodb, aws_lambda, aws_sns
+from aws_cdk import aws_dynamodb, aws_lambda, aws_sns
 from aws_cdk.assertions import Match, Template
 from cfnlint.api import ManualArgs, lint_file
-from syrupy.assertion import SnapshotAssertion
-from syrupy.extensions.json import JSONSnapshotExtension
 
 from idempotent_order_pipeline import IdempotentOrderPipeline, IdempotentSubscriber
 from idempotent_order_pipeline.props import describe_default
@@ -27,7 +25,6 @@ from idempotent_order_pipeline.subscriber.layer import LAYER_ROOT
 from idempotent_order_pipeline.subscriber.props import DEFAULTS, PROP_NAMES
 from tests.infra.synth import REPO, Synthesized, synth_pipeline
 from tests.infra.test_compliance import ACCEPTED_CFN_LINT_RULES, CHECKOV, LINT_REGIONS
-from tests.infra.test_snapshots import masked
 
 CODE = aws_lambda.Code.from_inline("def handler(event, context):\n    return {}\n")
 TOPIC_ARN = "arn:aws:sns:eu-west-1:123456789012:orders"
@@ -399,44 +396,3 @@ def test_cfn_lint_passes(with_pipeline: Synthesized) -> None:
     # THEN it finds nothing but the accepted, justified warnings (the pipeline's list)
     unexpected = [f"{m.rule.id} {m.message} ({m.path})" for m in matches if m.rule.id not in ACCEPTED_CFN_LINT_RULES]
     assert unexpected == []
-
-
-@pytest.fixture
-def snapshot_json(snapshot: SnapshotAssertion) -> SnapshotAssertion:
-    return snapshot.use_extension(JSONSnapshotExtension)
-
-
-def _template(stack: cdk.Stack) -> dict[str, Any]:
-    return masked(Template.from_stack(stack).to_json())
-
-
-def test_snapshot_subscriber_default(snapshot_json: SnapshotAssertion) -> None:
-    # GIVEN a subscriber of an imported topic, every optional prop at its default
-    stack, _ = on_topic()
-    # WHEN the template is masked / THEN it matches the reviewed snapshot
-    assert _template(stack) == snapshot_json
-
-
-def test_snapshot_subscriber_fifo_body_filter_and_alarm_action(snapshot_json: SnapshotAssertion) -> None:
-    # GIVEN a FIFO topic, a body filter, an alarm action and non-default times
-    stack = cdk.Stack(cdk.App(), "Subscribers", env=cdk.Environment(account="123456789012", region="eu-west-1"))
-    topic = aws_sns.Topic.from_topic_arn(stack, "Orders", TOPIC_ARN + ".fifo")
-    alarms = aws_sns.Topic.from_topic_arn(stack, "Alarms", "arn:aws:sns:eu-west-1:123456789012:on-call")
-    IdempotentSubscriber(
-        stack,
-        "Fraud",
-        topic=topic,
-        code=CODE,
-        handler="fraud.handler",
-        filter_policy_with_message_body={
-            "total": aws_sns.FilterOrPolicy.filter(aws_sns.SubscriptionFilter.numeric_filter(greater_than=1000))
-        },
-        raw_message_delivery=False,
-        function_timeout=cdk.Duration.seconds(60),
-        lease=cdk.Duration.seconds(90),
-        alarm_actions=[aws_cloudwatch_actions.SnsAction(alarms)],
-        runbook_url="https://runbooks.example.com/fraud",
-        removal_policy=cdk.RemovalPolicy.DESTROY,
-    )
-    # WHEN the template is masked / THEN it matches the reviewed snapshot
-    assert _template(stack) == snapshot_json
