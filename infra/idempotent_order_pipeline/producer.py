@@ -44,8 +44,9 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.contract.batching im
     sqs_text,
 )
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.message import ORDER_ID_FIELD, parse_order_message
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.order_schema import OrderSchema
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.sns_ids import sns_deduplication_id, sns_group_id
-from idempotent_order_pipeline.errors import InvalidMessageError, OrderSendError, PermanentError
+from idempotent_order_pipeline.errors import InvalidMessageError, OrderSendError, PermanentError, SchemaViolationError
 from idempotent_order_pipeline.keys import (
     DEFAULT_IDENTITY_FIELDS,
     EVENT_ID_FIELD,
@@ -55,12 +56,14 @@ from idempotent_order_pipeline.keys import (
     payload_sha256,
     resolve_event_id,
 )
+from idempotent_order_pipeline.order_schema import compile_order_schema
 
 __all__ = [
     "InvalidMessageError",
     "OrderPublisher",
     "OrderSendError",
     "PreparedOrder",
+    "SchemaViolationError",
     "SendResult",
     "canonical_json",
     "derive_event_id",
@@ -214,6 +217,9 @@ class OrderPublisher:
         identity_fields: the fields hashed into the key of an order without ``event_id``; use the
             consumer's ``IDENTITY_FIELDS`` so that both sides derive the same key.
         client: an SQS client; by default one is created from boto3's default session at first use.
+        order_schema: the pipeline's ``order_schema`` (a JSON Schema dict, or one compiled by
+            :func:`idempotent_order_pipeline.order_schema.compile_order_schema`): orders that break it
+            are refused before sending. Default: None (the message contract only).
         max_attempts: SendMessageBatch calls per chunk of 10 before the entries still failing are
             given up (reported with ``GAVE_UP``).
         sleep: how to wait between attempts (tests pass a fake).
@@ -229,6 +235,7 @@ class OrderPublisher:
         backoff_base_seconds: float = DEFAULT_BACKOFF_BASE_SECONDS,
         backoff_cap_seconds: float = DEFAULT_BACKOFF_CAP_SECONDS,
         sleep: Callable[[float], None] = time.sleep,
+        order_schema: Mapping[str, Any] | OrderSchema | None = None,
     ) -> None:
         if max_attempts < 1:
             raise ValueError(f"max_attempts={max_attempts!r}: expected at least 1")
@@ -243,6 +250,7 @@ class OrderPublisher:
         self._backoff_base = backoff_base_seconds
         self._backoff_cap = backoff_cap_seconds
         self._sleep = sleep
+        self._schema = order_schema if not isinstance(order_schema, Mapping) else compile_order_schema(order_schema)
 
     @property
     def client(self) -> SQSClient:
@@ -263,17 +271,20 @@ class OrderPublisher:
         Raises:
             InvalidMessageError: the consumer would park this order in the DLQ (the message says why).
             ItemTooLargeError: its order row would exceed DynamoDB's 400 KB item limit.
+            SchemaViolationError: the order breaks the pipeline's ``order_schema`` (the consumer's message).
         """
         if not isinstance(order, Mapping):
             raise InvalidMessageError(f"an order must be a JSON object, got {type(order).__name__}")
         event_id = resolve_event_id(order, None, self.identity_fields)
         body = encode_body({**order, EVENT_ID_FIELD: event_id})
-        # The consumer's own check, on the exact message it will receive.
+        # The consumer's own checks, in its order, on the exact message it will receive.
         message = parse_order_message(
             body,
             {IDEMPOTENCY_KEY_ATTRIBUTE: {"dataType": "String", "stringValue": event_id}},
             self.identity_fields,
         )
+        if self._schema is not None:
+            self._schema.check(body)
         return PreparedOrder(event_id=message.event_id, order_id=message.order_id, body=body)
 
     def _fifo_parameters(self, prepared: PreparedOrder) -> dict[str, str]:

@@ -34,8 +34,8 @@ from botocore.exceptions import BotoCoreError, ClientError
 from .contract.errors import ItemTooLargeError, RejectedByStoreError, StoreUnavailableError
 from .contract.message import OrderMessage
 from .contract.names import STATUS_PENDING, STATUS_SENT
+from .contract.notification import Notification
 from .contract.pending_index import PENDING_SHARD_ATTRIBUTE, PENDING_SINCE_ATTRIBUTE, pending_shard
-from .notifier import Notification
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
