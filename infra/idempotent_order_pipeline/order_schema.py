@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 import sys
 import tempfile
@@ -76,8 +77,8 @@ _ONE = (
 )
 _LIST = ("allOf", "anyOf", "oneOf", "prefixItems")
 _MAP = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
-#: The import the generated code starts with, and what it becomes in the asset.
-_GENERATED_IMPORT = "from fastjsonschema import JsonSchemaValueException, JsonSchemaValuesException"
+#: The import the generated code starts with (its exception classes), and what it becomes in the asset.
+_GENERATED_IMPORT = re.compile(r"^from fastjsonschema import [\w, ]+$", flags=re.MULTILINE)
 _ASSET_IMPORT = "from .contract.order_schema import JsonSchemaValueException, JsonSchemaValuesException"
 _ASSET_PACKAGE = "idempotent_order_pipeline._lambda_asset.order_consumer"
 
@@ -214,13 +215,15 @@ def validator_code(schema: Mapping[str, Any]) -> str:
         code = fastjsonschema.compile_to_code(as_draft07(schema), handlers={})
     except fastjsonschema.JsonSchemaDefinitionException as exc:
         raise ValueError(f"{PROP}: the validator cannot be generated: {exc}") from exc
-    if _GENERATED_IMPORT not in code:  # a generator that imports otherwise would need this module's update
+    code, imports = _GENERATED_IMPORT.subn(_ASSET_IMPORT, code)
+    if imports != 1 or re.search(r"^\s*(from|import)\s+fastjsonschema\b", code, flags=re.MULTILINE):
+        # A generator that imports anything else would make the asset depend on it: refuse, never ship that.
         raise ValueError(f"{PROP}: unexpected code from fastjsonschema {fastjsonschema.VERSION}")
     header = (
         '"""The order schema\'s validator, generated at synth by idempotent_order_pipeline.order_schema '
         '(fastjsonschema.compile_to_code). Do not edit."""\n\n'
     )
-    return header + code.replace(_GENERATED_IMPORT, _ASSET_IMPORT)
+    return header + code
 
 
 def compile_order_schema(schema: Mapping[str, Any]) -> OrderSchema:
