@@ -27,6 +27,7 @@ derive_event_id``.
 
 from __future__ import annotations
 
+import json
 import random
 import threading
 import time
@@ -46,6 +47,7 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.contract.batching im
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.message import ORDER_ID_FIELD, parse_order_message
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.order_schema import OrderSchema
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.sns_ids import sns_deduplication_id, sns_group_id
+from idempotent_order_pipeline.discovery import pipelines_in, select
 from idempotent_order_pipeline.errors import InvalidMessageError, OrderSendError, PermanentError, SchemaViolationError
 from idempotent_order_pipeline.keys import (
     DEFAULT_IDENTITY_FIELDS,
@@ -66,6 +68,7 @@ __all__ = [
     "SchemaViolationError",
     "SendResult",
     "canonical_json",
+    "deployed_order_schema",
     "derive_event_id",
     "encode_body",
     "payload_sha256",
@@ -73,6 +76,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from mypy_boto3_cloudformation.client import CloudFormationClient
     from mypy_boto3_sqs.client import SQSClient
     from mypy_boto3_sqs.type_defs import MessageAttributeValueTypeDef, SendMessageBatchRequestEntryTypeDef
 
@@ -180,6 +184,32 @@ class SendResult:
             error_code=error_code,
             attempts=attempts,
         )
+
+
+def deployed_order_schema(
+    stack_name: str, *, pipeline: str | None = None, cloudformation: CloudFormationClient | None = None
+) -> Mapping[str, Any] | None:
+    """The ``order_schema`` of a deployed pipeline, for ``OrderPublisher(order_schema=...)``; None if it has none.
+
+    Found as the operator CLI finds it: in the function's discovery mark of the stack's template
+    (:mod:`idempotent_order_pipeline.discovery`). ``pipeline`` selects one of several pipelines (its
+    path in the stack, or its construct id). Needs ``cloudformation:GetTemplate`` on the stack.
+
+    Raises:
+        ValueError: the stack holds no pipeline, or several and ``pipeline`` names not exactly one.
+    """
+    client = cloudformation or boto3.client("cloudformation", config=CLIENT_CONFIG)
+    body: Any = client.get_template(StackName=stack_name, TemplateStage="Original")["TemplateBody"]
+    template = json.loads(body) if isinstance(body, str) else body
+    found = pipelines_in(template if isinstance(template, Mapping) else {}, {})
+    chosen = select(found, pipeline) if pipeline is not None else found
+    if len(chosen) != 1:
+        paths = ", ".join(p.path for p in found) or "none"
+        raise ValueError(
+            f"stack {stack_name!r}: pipeline={pipeline!r} names {len(chosen)} of its pipelines ({paths}); "
+            "pass pipeline= with one path"
+        )
+    return chosen[0].order_schema
 
 
 def _refused(index: int, order: object, error: str, error_code: str) -> SendResult:

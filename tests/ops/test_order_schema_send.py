@@ -15,7 +15,7 @@ from idempotent_order_pipeline.cli import cli
 from idempotent_order_pipeline.cli.aws import AwsClients
 from idempotent_order_pipeline.discovery import METADATA_KEY
 from idempotent_order_pipeline.errors import SchemaViolationError
-from idempotent_order_pipeline.producer import OrderPublisher
+from idempotent_order_pipeline.producer import OrderPublisher, deployed_order_schema
 from tests.consumer.test_order_schema import ORDER_SCHEMA, good_order
 from tests.ops.test_cli_discovery import STACK, pipeline_resources
 
@@ -66,8 +66,10 @@ def test_send_with_on_invalid_skip_sends_the_orders_that_match(queue_url: str) -
 
 
 def test_the_producer_client_refuses_a_violation_before_sending(queue_url: str) -> None:
-    # GIVEN a publisher with the pipeline's schema
-    publisher = OrderPublisher(queue_url, client=boto3.client("sqs"), order_schema=ORDER_SCHEMA)
+    # GIVEN a publisher with the schema of the deployed pipeline, found in its stack
+    schema = deployed_order_schema(STACK, pipeline="Orders")
+    assert schema == ORDER_SCHEMA
+    publisher = OrderPublisher(queue_url, client=boto3.client("sqs"), order_schema=schema)
     # WHEN a bad order is sent alone, and in a batch with a good one
     with pytest.raises(SchemaViolationError, match=r"^the order does not match order_schema: \$\.amount "):
         publisher.send(good_order("o-2", amount=-5))
