@@ -150,7 +150,7 @@ def schema_problems(schema: object) -> list[str]:
         json.dumps(schema, allow_nan=False)
     except (TypeError, ValueError) as exc:
         return [f"{PROP}: not JSON: {exc}"]
-    from jsonschema import validators  # type: ignore[import-untyped]  # meta-schemas; only with a schema
+    from jsonschema import validators  # the meta-schemas; only when a schema is given
 
     validator_class = validators.validator_for(schema, default=validators.Draft202012Validator)
     meta = validator_class(validator_class.META_SCHEMA)
