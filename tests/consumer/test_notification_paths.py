@@ -99,3 +99,36 @@ def test_the_four_publishing_paths_send_identical_notifications(make_world: Call
     assert (body["order_id"], body["country"], body["customer"]) == ("o 1/ü", "DE", {"tier": "gold"})
     assert set(first[0]["MessageAttributes"]) == {"event_id", "order_id", "country", "total", "customer.tier"}
     assert first[0]["MessageGroupId"].startswith("sha256:")  # the order id is no valid group id: hashed
+
+
+def test_the_reconciler_reads_only_the_fields_the_notification_carries(make_world: Callable[..., World]) -> None:
+    # GIVEN a pipeline sending two attributes (one dotted) with the thin body, and an order left pending
+    world = make_world(env={"NOTIFICATION_ATTRIBUTES": json.dumps(["country", "customer.tier"])})
+    add_pending_index(world.dynamodb, world.events_table)
+    marks_fail(world)
+    world.invoke([sqs_record({"order_id": "o-1", "country": "DE", "customer": {"tier": "gold"}, "secret": "x"})])
+    first = published(world, 0)
+    world.board.disarm()
+    calls = len(world.board.requests["publish_batch"])
+    # WHEN the reconciler notifies it
+    reconciler = build_reconciler(
+        {**world.env, "RECONCILE_AFTER_SECONDS": "0"},
+        ReconcilerClients(dynamodb=world.clients.dynamodb, sns=world.clients.sns),
+    )
+    assert reconciler.run().reconciled == 1
+    # THEN its read of the order row names the identity and the two top-level fields, nothing else (the role's
+    # dynamodb:Attributes list), and its notification is the consumer's
+    [row_read] = [
+        request["RequestItems"][world.orders_table]
+        for request in world.board.requests["batch_get_item"]
+        if world.orders_table in request["RequestItems"]
+    ]
+    assert set(row_read["ExpressionAttributeNames"].values()) == {
+        "order_id",
+        "event_id",
+        "payload_sha256",
+        "country",
+        "customer",
+    }
+    assert published(world, calls) == first
+    assert first[0]["MessageAttributes"]["customer.tier"] == {"DataType": "String", "StringValue": "gold"}

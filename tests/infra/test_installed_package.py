@@ -205,7 +205,17 @@ SUBSCRIBER_APP = textwrap.dedent(
 
     app = cdk.App(outdir=sys.argv[1])
     stack = cdk.Stack(app, "ShopStack")
-    pipeline = IdempotentOrderPipeline(stack, "Orders")
+    # The pipeline says what an order is and sends country as an attribute, which the subscriber filters on.
+    pipeline = IdempotentOrderPipeline(
+        stack,
+        "Orders",
+        order_schema={
+            "type": "object",
+            "required": ["order_id", "country"],
+            "properties": {"order_id": {"type": "string"}, "country": {"type": "string", "maxLength": 2}},
+        },
+        notification_attributes=["country"],
+    )
     shipping = IdempotentSubscriber(
         stack,
         "Shipping",
@@ -239,6 +249,7 @@ def test_an_app_outside_the_repository_synthesizes_a_filtered_subscriber_that_pa
     wheel: Path, tmp_path: Path
 ) -> None:
     # GIVEN the wheel in an empty virtualenv, and an app with its own handler and a filtered IdempotentSubscriber
+    # on a pipeline with an order_schema and the notification attribute the subscriber filters on
     installed = install_into_empty_venv(wheel, tmp_path)
     app_dir = tmp_path / "shop-app"
     (app_dir / "shipping").mkdir(parents=True)
