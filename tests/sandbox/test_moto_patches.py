@@ -859,3 +859,24 @@ def test_docs_name_every_skipped_type_and_every_evaluated_function() -> None:
     assert named >= moto_cloudformation.SKIPPABLE_TYPES
     functions = {name for name in named if name.startswith("Fn::")}
     assert functions == moto_cloudformation.SUPPORTED_INTRINSICS | {"Fn::Cidr"}
+
+
+def test_an_update_that_drops_or_changes_an_imported_export_rolls_back(cfn: Any) -> None:
+    # GIVEN an exporting stack and a stack importing its export
+    _deploy(cfn, "Orders", EXPORTING)
+    _deploy(cfn, "Subscriber", IMPORTING)
+    before = cfn.list_exports()["Exports"]
+    # WHEN an update of the exporter drops the export, then another one changes its value
+    dropped = {"Resources": EXPORTING["Resources"]}
+    changed = {**EXPORTING, "Outputs": {"TopicArn": {"Value": "another", "Export": {"Name": "Orders:TopicArn"}}}}
+    # THEN each is refused as CloudFormation refuses it, and rolled back: the export is unchanged
+    assert _deploy(cfn, "Orders", dropped) == "UPDATE_ROLLBACK_COMPLETE"
+    assert _deploy(cfn, "Orders", changed) == "UPDATE_ROLLBACK_COMPLETE"
+    reasons = [reason for _, _, reason in _failed_events(cfn, "Orders")]
+    assert "Cannot delete export Orders:TopicArn as it is in use by Subscriber" in reasons[-1]
+    assert "Cannot update export Orders:TopicArn as it is in use by Subscriber" in reasons[0]
+    assert cfn.list_exports()["Exports"] == before
+    # AND once the importer is gone, the same update goes through
+    cfn.delete_stack(StackName="Subscriber")
+    assert _deploy(cfn, "Orders", dropped) == "UPDATE_COMPLETE"
+    assert cfn.list_exports()["Exports"] == []
