@@ -240,6 +240,10 @@ def test_apply_is_idempotent_and_revert_restores_moto() -> None:
     moto_patches.revert()
     # THEN moto's own method is back
     assert not moto_patches.is_applied()
+    # AND every CloudFormation function the fixes replaced is moto's again
+    replaced = moto_cloudformation._PATCHES
+    assert replaced
+    assert [name for owner, name, fix in replaced if getattr(owner, name) is fix] == []
 
 
 def test_sqs_clock_reads_the_same_time_as_moto() -> None:
