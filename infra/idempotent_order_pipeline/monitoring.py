@@ -51,7 +51,10 @@ ALARM_KEYS = (
     "pending_too_old",  # the reconciler's (reconciliation.py), with reconcile_every set
     "messages_polled_not_deleted",  # the event source mapping's, with event_source_metrics
     "reconciler_errors",  # the reconciler's, with reconcile_every set
+    "schema_violations",  # with order_schema set
 )
+#: The alarms only a pipeline with an ``order_schema`` has.
+SCHEMA_ALARM_KEYS = ("schema_violations",)
 #: The event source mapping's EventCount metrics for an SQS source (namespace AWS/Lambda, dimension
 #: EventSourceMappingUUID), published with ``event_source_metrics`` (billed as custom metrics).
 EVENT_SOURCE_METRICS = (
@@ -162,6 +165,8 @@ class AlarmSettings:
     overrides: Mapping[str, AlarmOverride] = field(default_factory=dict)
     #: False: define every alarm (``definitions``) but create none (the caller's own tool raises them).
     create: bool = True
+    #: Where a description points on-call when ``runbook_url`` is None.
+    default_runbook: str = DEFAULT_RUNBOOK
 
 
 class AlarmFactory:
@@ -171,9 +176,11 @@ class AlarmFactory:
     (created or not, see ``AlarmSettings.create``); the pipeline exposes read-only views of both.
     """
 
-    def __init__(self, scope: Construct, settings: AlarmSettings) -> None:
+    def __init__(self, scope: Construct, settings: AlarmSettings, *, keys: Sequence[str] = ALARM_KEYS) -> None:
         self._scope = scope
         self.settings = settings
+        #: The keys this factory may create (the pipeline's :data:`ALARM_KEYS`, or another construct's own).
+        self.keys = tuple(keys)
         self.alarms: dict[str, aws_cloudwatch.Alarm] = {}
         self.definitions: dict[str, AlarmDefinition] = {}
 
@@ -202,8 +209,8 @@ class AlarmFactory:
         an :class:`AlarmThreshold` override replaces either. Missing data is not breaching unless
         ``treat_missing_data`` says otherwise (a metric whose absence is itself the incident).
         """
-        if key not in ALARM_KEYS:
-            raise ValueError(f"alarm key {key!r}: not in monitoring.ALARM_KEYS {ALARM_KEYS}; register it first")
+        if key not in self.keys:
+            raise ValueError(f"alarm key {key!r}: not among this factory's keys {self.keys}; register it first")
         if key in self.definitions:
             raise ValueError(f"alarm key {key!r}: already created")
         override = self.settings.overrides.get(key, True)
@@ -246,7 +253,7 @@ class AlarmFactory:
 
     def description(self, key: str, meaning: str) -> str:
         """What the alarm means, then where its runbook is."""
-        runbook = self.settings.runbook_url or DEFAULT_RUNBOOK
+        runbook = self.settings.runbook_url or self.settings.default_runbook
         return f"{meaning} Runbook ({key}): {runbook}"
 
 
@@ -326,6 +333,14 @@ def create_alarms(
         outcome["InvalidMessages"],
         description="A producer sent a message the consumer cannot accept; it is in the DLQ.",
     )
+    if "SchemaViolations" in outcome:
+        alarm(
+            "schema_violations",
+            "SchemaViolationsAlarm",
+            outcome["SchemaViolations"],
+            description="An order broke the pipeline's order_schema; it is in the DLQ with SCHEMA_VIOLATION (the "
+            "producer skipped its check, or the schema changed under it).",
+        )
     alarm(
         "notifications_failed",
         "NotificationsFailedAlarm",

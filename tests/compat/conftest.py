@@ -32,5 +32,5 @@ def ops() -> Iterator[OpsWorld]:
 @pytest.fixture
 def v0_2_0(ops: OpsWorld) -> Iterator[ReleasedFunctions]:
     """0.2.0's consumer and reconciler (reconcile_after 0) on the same tables, topic and DLQ, in a child process."""
-    with released_functions(V0_2_0, {**ops.env, "RECONCILE_AFTER_SECONDS": "0"}) as functions:
+    with released_functions(V0_2_0, {**ops.env, "RECONCILE_AFTER_SECONDS": "0"}, ops.board.lock) as functions:
         yield functions

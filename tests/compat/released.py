@@ -14,7 +14,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -57,16 +57,34 @@ def v0_1_0_keys(orders: list[dict[str, Any]]) -> list[tuple[str, str]]:
 
 
 @contextmanager
-def moto_server() -> Iterator[str]:
-    """This process's moto state served over HTTP (inside ``mock_aws``, the server shares its backends); the URL."""
+def moto_server(lock: AbstractContextManager[Any] | None = None) -> Iterator[str]:
+    """This process's moto state served over HTTP (inside ``mock_aws``, the server shares its backends); the URL.
+
+    ``lock``: held around each request, the lock the in-process clients hold around each call
+    (``tests.consumer.harness.GuardedClient``): moto's ``transact_write_items`` copies whole tables and
+    restores them on a cancellation, without a lock of its own, so a request served meanwhile by the
+    server's thread would be undone, which real DynamoDB never does.
+    """
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
+    if lock is not None:
+        wsgi = server._server
+        assert wsgi is not None
+        wsgi.app = _serialized(wsgi.app, lock)
     try:
         host, port = server.get_host_and_port()
         yield f"http://{host}:{port}"
     finally:
         server.stop()
+
+
+def _serialized(app: Any, lock: AbstractContextManager[Any]) -> Any:
+    def serve(environ: Any, start_response: Any) -> list[bytes]:
+        with lock:
+            return list(app(environ, start_response))
+
+    return serve
 
 
 class ReleasedFunctions:
@@ -104,6 +122,11 @@ class ReleasedFunctions:
         self._send({"entry": "handler", "event": {"Records": list(records)}})
         return dict(self._answer())
 
+    def configure(self, environ: Mapping[str, str]) -> None:
+        """Use this environment from the next invocation on (other tables, another topic)."""
+        self._send({"entry": "configure", "event": dict(environ)})
+        assert self._answer() == {"ready": True}
+
     def reconcile(self) -> dict[str, Any]:
         """One run of the released reconciler; its report."""
         self._send({"entry": "reconciler", "event": {}})
@@ -120,9 +143,12 @@ class ReleasedFunctions:
 
 
 @contextmanager
-def released_functions(root: Path, environ: Mapping[str, str]) -> Iterator[ReleasedFunctions]:
-    """:class:`ReleasedFunctions` of the release under ``root`` on this process's moto (call inside ``mock_aws``)."""
-    with moto_server() as url:
+def released_functions(
+    root: Path, environ: Mapping[str, str], lock: AbstractContextManager[Any] | None = None
+) -> Iterator[ReleasedFunctions]:
+    """:class:`ReleasedFunctions` of the release under ``root`` on this process's moto (call inside ``mock_aws``);
+    ``lock``: see :func:`moto_server`."""
+    with moto_server(lock) as url:
         functions = ReleasedFunctions(root, url, environ)
         try:
             yield functions

@@ -2,7 +2,8 @@
 
 Run as ``python -I released_worker.py ROOT`` with ``AWS_ENDPOINT_URL`` set to the test process's moto
 server; the first stdin line is the functions' environment (JSON), each further line one request
-``{"entry": "handler" | "reconciler", "event": {...}}``. Each answer is one stdout line starting with
+``{"entry": "handler" | "reconciler" | "configure", "event": {...}}`` (``configure``: the event is a new
+environment). Each answer is one stdout line starting with
 :data:`ANSWER`: the entry point's return value, or ``{"error": ...}`` when it raised (the invocation
 failed, as Lambda would report it). Powertools' logs and metrics go to stdout too, unmarked.
 
@@ -40,17 +41,21 @@ def main() -> None:
 
     config = Config(retries={"mode": "standard", "total_max_attempts": 3}, connect_timeout=10, read_timeout=60)
     dynamodb, sns, sqs = (boto3.client(name, config=config) for name in ("dynamodb", "sns", "sqs"))
-    environ = json.loads(sys.stdin.readline())
-    consumer.configure(Clients(dynamodb=dynamodb, sns=sns, sqs=sqs), environ)
-    entries = {"handler": consumer.handler}
     try:
         from order_consumer import reconciler
     except ImportError:  # 0.1.0 had none
-        pass
-    else:
-        reconciler.configure(reconciler.ReconcilerClients(dynamodb=dynamodb, sns=sns), environ)
+        reconciler = None
+
+    def configure(environ: dict[str, str], _context: object = None) -> dict[str, bool]:
+        consumer.configure(Clients(dynamodb=dynamodb, sns=sns, sqs=sqs), environ)
+        if reconciler is not None:
+            reconciler.configure(reconciler.ReconcilerClients(dynamodb=dynamodb, sns=sns), environ)
+        return {"ready": True}
+
+    entries = {"handler": consumer.handler, "configure": configure}
+    if reconciler is not None:
         entries["reconciler"] = reconciler.handler
-    print(ANSWER + json.dumps({"ready": True}), flush=True)
+    print(ANSWER + json.dumps(configure(json.loads(sys.stdin.readline()))), flush=True)
     for line in sys.stdin:
         request = json.loads(line)
         try:

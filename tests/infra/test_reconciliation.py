@@ -148,6 +148,20 @@ def test_the_reconciler_role_has_exactly_its_calls(default_pipeline: Synthesized
         "Action": "dynamodb:UpdateItem",
         "Effect": "Allow",
         "Resource": {"Fn::GetAtt": [events, "Arn"]},
+        "Condition": {
+            "ForAllValues:StringEquals": {
+                "dynamodb:Attributes": [
+                    "event_id",
+                    "status",
+                    "payload_sha256",
+                    "sent_at",
+                    "ttl",
+                    "pending_shard",
+                    "created_at",
+                ]
+            },
+            "StringEqualsIfExists": {"dynamodb:ReturnValues": ["NONE", "ALL_OLD"]},
+        },
     }
     assert statements["PublishNotifications"]["Resource"] == {"Ref": logical_id(stack, pipeline.topic)}
     actions = {a for s in statements.values() for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])}
