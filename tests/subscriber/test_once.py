@@ -226,3 +226,21 @@ def test_copies_in_one_batch_are_a_claim_and_duplicates(dynamodb: Any) -> None:
     assert world.counting()({"Records": copies(3)}) == {"batchItemFailures": []}
     assert world.counters() == Counter({f"order-{i}": 1 for i in range(3)})
     assert world.board.calls == Counter({"put_item": 6, "transact_write_items": 3})
+
+
+def test_a_fifo_group_stops_at_its_first_failure(dynamodb: Any) -> None:
+    # GIVEN a FIFO batch: group A's first record is busy (another copy holds its claim), then A's and B's next
+    world = SubscriberWorld(dynamodb, prefix="fifo-")
+    assert isinstance(world.dedup.claim("event-0"), Claim)
+    records = [
+        notification_record("event-0", "order-0"),
+        notification_record("event-1", "order-0"),
+        notification_record("event-2", "order-2"),
+    ]
+    for record, group in zip(records, ("order-0", "order-0", "order-2"), strict=True):
+        record["attributes"] = {"MessageGroupId": group}
+    # WHEN the batch is handled
+    failed = world.counting().handle(records)
+    # THEN group A's later record is redelivered unhandled (its order kept), group B's is handled
+    assert failed == ["m-event-0-0", "m-event-1-0"]
+    assert world.counters() == Counter({"order-2": 1})

@@ -27,8 +27,9 @@ NAG_REASONS = {
         "redrive policy (max_receive_count) is the failure destination."
     ),
     "Serverless-LambdaTracing": (
-        "The helper does not instrument its DynamoDB calls and the team's effect is its own: active tracing is "
-        "the team's choice (function.add_environment / the Tracing property), not a default that shows nothing."
+        "Active tracing is off: the helper does not instrument its DynamoDB calls, so a trace would show the "
+        "invocation only. A team tracing its effect sets TracingConfig on function.node.default_child and grants "
+        "the X-Ray actions on function.role (the construct has no tracing prop)."
     ),
     "Serverless-SQSRedrivePolicy": (
         "This is the subscriber's dead-letter queue: notifications stay 14 days for an operator to inspect and "

@@ -17,7 +17,10 @@ process killed anywhere                     the batch returns; the lease runs ou
 ==========================================  ===============================================
 
 Records are handled one after the other, so two copies of one event in a batch are a claim and a
-duplicate. The function returns partial batch responses (``ReportBatchItemFailures``).
+duplicate. The function returns partial batch responses (``ReportBatchItemFailures``). From a FIFO
+queue, once a record of a message group fails, the group's later records in the batch are reported
+failed without being handled, so the group is redelivered in its order (Lambda's rule for FIFO
+partial batch responses).
 """
 
 from __future__ import annotations
@@ -58,7 +61,15 @@ class OncePerEvent:
 
     def handle(self, records: Sequence[Mapping[str, Any]]) -> list[str]:
         """The message ids of the records to redeliver, in order."""
-        return [str(record["messageId"]) for record in records if not self.handle_one(record)]
+        failed: list[str] = []
+        stopped_groups: set[str] = set()  # FIFO message groups with a failed record in this batch
+        for record in records:
+            group = (record.get("attributes") or {}).get("MessageGroupId")
+            if group in stopped_groups or not self.handle_one(record):
+                failed.append(str(record["messageId"]))
+                if group is not None:
+                    stopped_groups.add(group)
+        return failed
 
     def handle_one(self, record: Mapping[str, Any]) -> bool:
         """True when the record can be acknowledged."""
