@@ -28,7 +28,7 @@ _lock = threading.Lock()
 def configure(clients: Clients | None = None, environ: Mapping[str, str] | None = None) -> None:
     """Drop the cached pipeline; the next invocation builds it with these clients and environment.
 
-    With no arguments the default applies again: clients from boto3's default session, settings
+    With no arguments the default applies again: the clients made at import (a new botocore session), settings
     from ``os.environ``.
     """
     global _pipeline
