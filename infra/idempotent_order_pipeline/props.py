@@ -29,7 +29,9 @@ from aws_cdk import (
 
 from idempotent_order_pipeline import monitoring
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.batching import MAX_MESSAGE_BYTES
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.notification import BODY_THIN
 from idempotent_order_pipeline.keys import DEFAULT_IDENTITY_FIELDS, parse_identity_fields
+from idempotent_order_pipeline.reconciliation import ALARM_RUNS_OF_MARGIN
 
 #: Fixed: the longest SQS allows, so a parked message has the most time to be looked at.
 DEAD_LETTER_RETENTION = Duration.days(14)
@@ -123,6 +125,10 @@ class PipelineProps:
     event_source_metrics: bool = True
     reconcile_every: Duration | None = Duration.minutes(5)
     reconcile_after: Duration | None = None
+    #: A JSON Schema as a dict: checked at synth, compiled into the function's asset (order_schema.py).
+    order_schema: Mapping[str, Any] | None = None
+    notification_attributes: Sequence[str] = ()
+    notification_body: str = BODY_THIN
 
     @property
     def identity_field_names(self) -> tuple[str, ...]:
@@ -229,6 +235,9 @@ _ALLOWED_TYPE_TEXT = {
     "event_source_metrics": "True or False",
     "memory_size": "an int (MB)",
     "identity_fields": "a sequence of field names, e.g. ('order_id',), not a string",
+    "order_schema": "a JSON Schema as a dict, or None",
+    "notification_attributes": "a sequence of field paths, e.g. ('country', 'customer.tier'), not a string",
+    "notification_body": "'thin' or 'order'",
     "function_timeout": "a Duration, e.g. Duration.seconds(30)",
     "retention_period": "a Duration, e.g. Duration.days(4)",
     "record_retention": "a Duration, e.g. Duration.days(30)",
@@ -324,7 +333,20 @@ def validate(props: PipelineProps, findings: Findings | None = None) -> Findings
     _check_network(props, findings)
     _check_scaling(props, findings)
     _check_reconciliation(props, findings)
+    _check_order_contract(props, findings)
     return findings
+
+
+def _check_order_contract(props: PipelineProps, findings: Findings) -> None:
+    """``order_schema`` (valid, compilable) and the notification props (SNS's rules, and the schema's where it says)."""
+    from idempotent_order_pipeline import notifications, order_schema  # jsonschema only when a schema is given
+
+    schema_errors = order_schema.schema_problems(props.order_schema) if props.order_schema is not None else []
+    findings.errors.extend(schema_errors)
+    schema = props.order_schema if props.order_schema is not None and not schema_errors else None
+    findings.errors.extend(
+        notifications.attribute_problems(props.notification_attributes, props.notification_body, schema)
+    )
 
 
 def _check_batching(props: PipelineProps, findings: Findings) -> None:
@@ -607,6 +629,30 @@ def _check_scaling(props: PipelineProps, findings: Findings) -> None:
         )
 
 
+def _check_reconciler_alarm_windows(props: PipelineProps, every: float, findings: Findings) -> None:
+    """``reconcile_every`` sets the periods of the reconciler's alarms (``pending_too_old`` looks at two
+    runs per period, ``reconciler_errors`` at one): CloudWatch must accept each alarm's evaluation range
+    (period x evaluation periods: at most 7 days, 1 day for a period under an hour), else the deploy fails."""
+    for key, runs_per_period in (("pending_too_old", ALARM_RUNS_OF_MARGIN), ("reconciler_errors", 1)):
+        override = props.alarm_override_map.get(key, True)
+        if override is False:
+            continue
+        periods = (override.evaluation_periods if isinstance(override, monitoring.AlarmThreshold) else None) or 1
+        if not isinstance(periods, int) or periods < 1:
+            continue  # reported by the override's own check
+        if monitoring.evaluation_range_fits(every * runs_per_period, periods):
+            continue
+        allowed = " or ".join(
+            f"{as_time(low)} to {as_time(high)}"
+            for low, high in monitoring.allowed_period_ranges(periods, per_period=runs_per_period)
+        )
+        findings.errors.append(
+            f"reconcile_every={as_time(every)}: allowed {allowed or 'nothing'} with alarm {key} "
+            f"({runs_per_period} run(s) per period x {periods} evaluation period(s); CloudWatch evaluates an "
+            "alarm over at most 7 days, 1 day for a period under an hour), or turn the alarm off in alarm_overrides"
+        )
+
+
 def _check_reconciliation(props: PipelineProps, findings: Findings) -> None:
     """The reconciler's schedule, and a threshold that never races a normal redelivery.
 
@@ -625,6 +671,8 @@ def _check_reconciliation(props: PipelineProps, findings: Findings) -> None:
             f"reconcile_every={as_time(every)}: allowed None (no reconciler) or a whole number of minutes, at least 1 "
             "(an EventBridge rate)"
         )
+    elif every is not None:
+        _check_reconciler_alarm_windows(props, every, findings)
     if props.reconcile_every is None or props.reconcile_after is None:
         return
     after = seconds(props.reconcile_after)
