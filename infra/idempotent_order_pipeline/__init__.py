@@ -13,11 +13,12 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.contract.metric_name
 if TYPE_CHECKING:
     from idempotent_order_pipeline.construct import IdempotentOrderPipeline
     from idempotent_order_pipeline.monitoring import AlarmThreshold
+    from idempotent_order_pipeline.subscriber import IdempotentSubscriber
 
 #: The distribution's version, defined here only (pyproject.toml reads it; CHANGELOG.md describes it).
 __version__ = "0.2.0"
 
-__all__ = ["OUTCOME_METRICS", "AlarmThreshold", "IdempotentOrderPipeline", "__version__"]
+__all__ = ["OUTCOME_METRICS", "AlarmThreshold", "IdempotentOrderPipeline", "IdempotentSubscriber", "__version__"]
 
 
 def __getattr__(name: str) -> Any:
@@ -29,4 +30,8 @@ def __getattr__(name: str) -> Any:
         from idempotent_order_pipeline.monitoring import AlarmThreshold
 
         return AlarmThreshold
+    if name == "IdempotentSubscriber":
+        from idempotent_order_pipeline.subscriber import IdempotentSubscriber
+
+        return IdempotentSubscriber
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -10,7 +10,7 @@ lists the same ids (a test keeps them equal).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -145,8 +145,13 @@ def applicable(facts: PipelineFacts) -> list[CheckovSuppression]:
 
 def suppress(facts: PipelineFacts, resources: Mapping[str, list[IConstruct]]) -> None:
     """Write the applicable suppressions into the metadata of the resources of each role."""
+    add_skips(applicable(facts), resources)
+
+
+def add_skips(suppressions: Iterable[CheckovSuppression], resources: Mapping[str, list[IConstruct]]) -> None:
+    """Write ``suppressions`` into the ``checkov`` metadata of the resources of each role (the one writer)."""
     skips: dict[str, tuple[CfnResource, list[dict[str, str]]]] = {}
-    for suppression in applicable(facts):
+    for suppression in suppressions:
         for construct in resources[suppression.role]:
             resource = _cfn_resource(construct)
             if resource is None:  # imported: not in this template, nothing to answer for

@@ -291,7 +291,9 @@ class IdempotentOrderPipeline(Construct):
         Default: False (no tracing, no X-Ray permissions).
     :param reconcile_every: how often the reconciler (a second function, ``reconciliation.function``) notifies
         records left ``pending`` with no copy of their message to redeliver them (the DLQ was
-        dropped or expired); a whole number of minutes, or None for no reconciler. Default: 5 minutes.
+        dropped or expired); a whole number of minutes, or None for no reconciler. At most what
+        CloudWatch lets the reconciler's alarms evaluate (84 hours with the default alarms: 7 days for
+        ``pending_too_old``'s two runs per period). Default: 5 minutes.
     :param reconcile_after: how long a record must have been ``pending`` before the reconciler
         notifies it; at least ``visibility_timeout`` x ``max_receive_count``, the longest a normal
         redelivery of the message can still come, so the reconciler never races one by design.

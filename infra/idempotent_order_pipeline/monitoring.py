@@ -64,6 +64,45 @@ EVENT_SOURCE_METRICS = (
 #: ``messages_polled_not_deleted`` looks at windows this long, so a batch still in flight (up to
 #: 15 minutes of function timeout) is not counted as never deleted.
 POLLED_NOT_DELETED_PERIOD = Duration.minutes(5)
+#: CloudWatch's longest evaluation range (period x evaluation periods) of a metric alarm: 7 days, and
+#: 1 day for a period under an hour (PutMetricAlarm, ``Period``). A longer one fails the deploy.
+MAX_EVALUATION_RANGE = Duration.days(7)
+MAX_SHORT_PERIOD_EVALUATION_RANGE = Duration.days(1)
+SHORT_PERIOD_BELOW = Duration.hours(1)
+
+
+def evaluation_range_fits(period_seconds: float, evaluation_periods: int) -> bool:
+    """Whether CloudWatch accepts an alarm of ``evaluation_periods`` periods of ``period_seconds``."""
+    short = period_seconds < SHORT_PERIOD_BELOW.to_seconds()
+    limit = MAX_SHORT_PERIOD_EVALUATION_RANGE if short else MAX_EVALUATION_RANGE
+    return period_seconds * evaluation_periods <= limit.to_seconds()
+
+
+def allowed_period_ranges(evaluation_periods: int, *, per_period: int = 1) -> list[tuple[int, int]]:
+    """The whole-minute values ``x`` (seconds, as ``(lowest, highest)`` ranges) for which an alarm of
+    ``evaluation_periods`` periods of ``per_period`` x ``x`` fits CloudWatch's evaluation range.
+
+    Two ranges at most, as the limit is longer for periods of an hour or more: with 30 periods,
+    1 to 48 minutes (at most 1 day) and 60 to 336 minutes (at most 7 days), but not 50 minutes.
+    """
+    minute = 60
+    short_below = int(SHORT_PERIOD_BELOW.to_seconds())
+    ranges = [
+        (minute, min(int(MAX_SHORT_PERIOD_EVALUATION_RANGE.to_seconds()) // evaluation_periods, short_below - 1)),
+        (short_below, int(MAX_EVALUATION_RANGE.to_seconds()) // evaluation_periods),
+    ]
+    scaled = [(-(-low // per_period // minute) * minute, high // per_period // minute * minute) for low, high in ranges]
+    found: list[tuple[int, int]] = []
+    for low, high in scaled:
+        if low > high:
+            continue
+        if found and low <= found[-1][1] + minute:  # adjacent minutes: one range
+            found[-1] = (found[-1][0], high)
+        else:
+            found.append((low, high))
+    return found
+
+
 #: Where each description points on-call when no ``runbook_url`` is given.
 DEFAULT_RUNBOOK = "docs/operations.md of idempotent-order-pipeline, section 'Runbook: when an alarm fires'"
 #: Leaves room for ``-<key>`` within CloudWatch's 255 characters.
@@ -123,6 +162,8 @@ class AlarmSettings:
     overrides: Mapping[str, AlarmOverride] = field(default_factory=dict)
     #: False: define every alarm (``definitions``) but create none (the caller's own tool raises them).
     create: bool = True
+    #: Where a description points on-call when ``runbook_url`` is None.
+    default_runbook: str = DEFAULT_RUNBOOK
 
 
 class AlarmFactory:
@@ -132,9 +173,11 @@ class AlarmFactory:
     (created or not, see ``AlarmSettings.create``); the pipeline exposes read-only views of both.
     """
 
-    def __init__(self, scope: Construct, settings: AlarmSettings) -> None:
+    def __init__(self, scope: Construct, settings: AlarmSettings, *, keys: Sequence[str] = ALARM_KEYS) -> None:
         self._scope = scope
         self.settings = settings
+        #: The keys this factory may create (the pipeline's :data:`ALARM_KEYS`, or another construct's own).
+        self.keys = tuple(keys)
         self.alarms: dict[str, aws_cloudwatch.Alarm] = {}
         self.definitions: dict[str, AlarmDefinition] = {}
 
@@ -163,8 +206,8 @@ class AlarmFactory:
         an :class:`AlarmThreshold` override replaces either. Missing data is not breaching unless
         ``treat_missing_data`` says otherwise (a metric whose absence is itself the incident).
         """
-        if key not in ALARM_KEYS:
-            raise ValueError(f"alarm key {key!r}: not in monitoring.ALARM_KEYS {ALARM_KEYS}; register it first")
+        if key not in self.keys:
+            raise ValueError(f"alarm key {key!r}: not among this factory's keys {self.keys}; register it first")
         if key in self.definitions:
             raise ValueError(f"alarm key {key!r}: already created")
         override = self.settings.overrides.get(key, True)
@@ -207,7 +250,7 @@ class AlarmFactory:
 
     def description(self, key: str, meaning: str) -> str:
         """What the alarm means, then where its runbook is."""
-        runbook = self.settings.runbook_url or DEFAULT_RUNBOOK
+        runbook = self.settings.runbook_url or self.settings.default_runbook
         return f"{meaning} Runbook ({key}): {runbook}"
 
 

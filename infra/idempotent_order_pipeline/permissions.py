@@ -9,13 +9,14 @@ The handler calls (contract with ``lambdas/order_consumer``):
   condition needs no read permission. The statement only allows PutItem *inside* a transaction
   (``dynamodb:EnclosingOperation``), so the role cannot overwrite a row outside one.
 - ``dynamodb:UpdateItem`` on processed_events: the ``sent`` mark, one conditional ``UpdateItem`` per
-  record outside any transaction (1 write unit; inside a transaction it would cost 2). It needs no
-  read permission (``ReturnValuesOnConditionCheckFailure=ALL_OLD`` comes with the failed write).
-  IAM offers no ``EnclosingOperation`` for a call outside a transaction; ``dynamodb:Attributes``
-  could narrow the attributes the role may update, but how IAM counts the attributes of the
-  condition and of ``ALL_OLD`` cannot be checked offline, and a wrong condition would refuse every
-  mark (each record republished on every redelivery until the reconciler, itself refused), so the
-  statement stays at the action and the table.
+  record outside any transaction (1 write unit; inside a transaction it would cost 2), and the
+  adoption of a pending record an earlier version wrote. It needs no read permission
+  (``ReturnValuesOnConditionCheckFailure=ALL_OLD`` comes with the failed write). Outside a
+  transaction IAM has no ``EnclosingOperation`` to require; instead the statement allows only the
+  attributes these updates name (``dynamodb:Attributes``: their key, update and condition
+  attributes, with the table's and the pending index's keys, as the DynamoDB guide asks), listed
+  once in ``contract/names.py`` where the store's expressions take them from, and no
+  ``ReturnValues`` but the default and ``ALL_OLD`` (:func:`update_only`).
 - ``sns:Publish`` on the topic.
 - ``sqs:SendMessage`` on the dead-letter queue (permanent failures are parked there directly).
 
@@ -50,6 +51,7 @@ from aws_cdk import ArnFormat, Stack, Token, aws_dynamodb, aws_iam, aws_kms, aws
 from constructs import Construct, IConstruct
 
 from idempotent_order_pipeline import nag
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.names import CONSUMER_UPDATE_ATTRIBUTES
 
 #: What a producer needs on the queue: ``OrderPublisher`` calls SendMessage and SendMessageBatch
 #: (authorized as SendMessage) on the URL it is given, nothing else. No GetQueueAttributes: across
@@ -192,6 +194,23 @@ def sqs_endpoint_statement(scope: Construct, dead_letter_queue: aws_sqs.IQueue) 
     )
 
 
+#: The ``ReturnValues`` an UpdateItem of the functions may carry: the default (the code never sets it)
+#: and ``ALL_OLD``, because the sent mark asks for ``ReturnValuesOnConditionCheckFailure=ALL_OLD`` and
+#: the IAM documentation does not say whether ``dynamodb:ReturnValues`` carries that parameter; what
+#: ``ALL_OLD`` returns is the state record, whose every attribute the function writes itself.
+UPDATE_RETURN_VALUES = ("NONE", "ALL_OLD")
+
+
+def update_only(attributes: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """The conditions of an UpdateItem statement that may name ``attributes`` and no other (the
+    DynamoDB developer guide's fine-grained access control: ``ForAllValues:StringEquals`` on
+    ``dynamodb:Attributes``, ``dynamodb:ReturnValues`` restricted so no other attribute comes back)."""
+    return {
+        "ForAllValues:StringEquals": {"dynamodb:Attributes": list(attributes)},
+        "StringEqualsIfExists": {"dynamodb:ReturnValues": list(UPDATE_RETURN_VALUES)},
+    }
+
+
 def sqs_key_conditions(scope: IConstruct, queues: Sequence[aws_sqs.IQueue]) -> dict[str, dict[str, Any]]:
     """The conditions of a key statement for SQS: through SQS in this region, for these queues only."""
     stack = Stack.of(scope)
@@ -225,6 +244,7 @@ def handler_statements(
             sid="MarkEventsSent",
             actions=["dynamodb:UpdateItem"],
             resources=[processed_events.table_arn],
+            conditions=update_only(CONSUMER_UPDATE_ATTRIBUTES),
         ),
         aws_iam.PolicyStatement(
             sid="PublishNotifications",

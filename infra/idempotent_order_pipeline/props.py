@@ -30,6 +30,7 @@ from aws_cdk import (
 from idempotent_order_pipeline import monitoring
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.batching import MAX_MESSAGE_BYTES
 from idempotent_order_pipeline.keys import DEFAULT_IDENTITY_FIELDS, parse_identity_fields
+from idempotent_order_pipeline.reconciliation import ALARM_RUNS_OF_MARGIN
 
 #: Fixed: the longest SQS allows, so a parked message has the most time to be looked at.
 DEAD_LETTER_RETENTION = Duration.days(14)
@@ -605,6 +606,30 @@ def _check_scaling(props: PipelineProps, findings: Findings) -> None:
         )
 
 
+def _check_reconciler_alarm_windows(props: PipelineProps, every: float, findings: Findings) -> None:
+    """``reconcile_every`` sets the periods of the reconciler's alarms (``pending_too_old`` looks at two
+    runs per period, ``reconciler_errors`` at one): CloudWatch must accept each alarm's evaluation range
+    (period x evaluation periods: at most 7 days, 1 day for a period under an hour), else the deploy fails."""
+    for key, runs_per_period in (("pending_too_old", ALARM_RUNS_OF_MARGIN), ("reconciler_errors", 1)):
+        override = props.alarm_override_map.get(key, True)
+        if override is False:
+            continue
+        periods = (override.evaluation_periods if isinstance(override, monitoring.AlarmThreshold) else None) or 1
+        if not isinstance(periods, int) or periods < 1:
+            continue  # reported by the override's own check
+        if monitoring.evaluation_range_fits(every * runs_per_period, periods):
+            continue
+        allowed = " or ".join(
+            f"{as_time(low)} to {as_time(high)}"
+            for low, high in monitoring.allowed_period_ranges(periods, per_period=runs_per_period)
+        )
+        findings.errors.append(
+            f"reconcile_every={as_time(every)}: allowed {allowed or 'nothing'} with alarm {key} "
+            f"({runs_per_period} run(s) per period x {periods} evaluation period(s); CloudWatch evaluates an "
+            "alarm over at most 7 days, 1 day for a period under an hour), or turn the alarm off in alarm_overrides"
+        )
+
+
 def _check_reconciliation(props: PipelineProps, findings: Findings) -> None:
     """The reconciler's schedule, and a threshold that never races a normal redelivery.
 
@@ -623,6 +648,8 @@ def _check_reconciliation(props: PipelineProps, findings: Findings) -> None:
             f"reconcile_every={as_time(every)}: allowed None (no reconciler) or a whole number of minutes, at least 1 "
             "(an EventBridge rate)"
         )
+    elif every is not None:
+        _check_reconciler_alarm_windows(props, every, findings)
     if props.reconcile_every is None or props.reconcile_after is None:
         return
     after = seconds(props.reconcile_after)

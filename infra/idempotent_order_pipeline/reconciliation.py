@@ -42,7 +42,10 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.contract.metric_name
     OLDEST_PENDING_AGE_SECONDS,
     PENDING_RECONCILED,
 )
-from idempotent_order_pipeline._lambda_asset.order_consumer.contract.names import RECONCILE_AFTER_VARIABLE
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.names import (
+    RECONCILE_AFTER_VARIABLE,
+    RECONCILER_UPDATE_ATTRIBUTES,
+)
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_index import (
     INDEX_ENTRY_ATTRIBUTES,
     ORDER_ROW_ATTRIBUTES,
@@ -252,6 +255,7 @@ class Reconciliation(Construct):
                 sid="MarkEventsSent",
                 actions=["dynamodb:UpdateItem"],
                 resources=[processed_events.table_arn],
+                conditions=permissions.update_only(RECONCILER_UPDATE_ATTRIBUTES),
             ),
             aws_iam.PolicyStatement(sid="PublishNotifications", actions=["sns:Publish"], resources=[topic.topic_arn]),
         ]

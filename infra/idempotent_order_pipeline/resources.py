@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 from aws_cdk import Token, aws_dynamodb, aws_lambda, aws_sns, aws_sqs
 
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.batching import DEAD_LETTER_MAX_MESSAGE_BYTES
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.names import TTL_ATTRIBUTE
 from idempotent_order_pipeline.props import (
     DEAD_LETTER_RETENTION,
     VISIBILITY_TIMEOUT_FACTOR,
@@ -50,8 +51,6 @@ from idempotent_order_pipeline.props import (
 if TYPE_CHECKING:
     from idempotent_order_pipeline.props import PipelineProps
 
-#: The attribute the ``sent`` mark sets (contract with ``order_consumer/store.py``).
-TTL_ATTRIBUTE = "ttl"
 #: What SQS does without an explicit visibility timeout.
 SQS_DEFAULT_VISIBILITY_TIMEOUT_SECONDS = 30
 

@@ -1,4 +1,4 @@
-"""The subscriber example's CDK stack: subscribed with the pipeline's add_subscription, wired for once-per-event."""
+"""The subscriber examples' CDK stack: two IdempotentSubscribers of the shipped construct, no copied helper."""
 
 from __future__ import annotations
 
@@ -18,62 +18,54 @@ from tests.examples.conftest import SUBSCRIBER_EXAMPLE
 
 
 @pytest.fixture(scope="module")
-def template() -> Template:
+def stack() -> Any:
     spec = importlib.util.spec_from_file_location("subscriber_example_stack", SUBSCRIBER_EXAMPLE / "stack.py")
     assert spec is not None
     assert spec.loader is not None
     module: Any = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    stack = module.SubscriberStack(cdk.App(), "OrderSubscriberExample")
-    return Template.from_stack(stack)
+    return module.SubscriberStack(cdk.App(), "OrderSubscriberExample")
 
 
-def test_the_queue_is_subscribed_to_the_pipelines_topic(template: Template) -> None:
-    # GIVEN / WHEN the example stack is synthesized / THEN an SQS subscription on the pipeline's topic exists
-    template.has_resource_properties(
-        "AWS::SNS::Subscription",
-        {"Protocol": "sqs", "TopicArn": {"Ref": Match.string_like_regexp("PipelineTopic")}},
-    )
+def test_the_examples_do_not_copy_the_helper() -> None:
+    # GIVEN the examples' directory / WHEN its Python files are listed
+    files = sorted(path.name for path in SUBSCRIBER_EXAMPLE.rglob("*.py"))
+    # THEN only the stack, the app and the two handlers are there: the helper comes from the layer
+    assert files == ["app.py", "payments.py", "shipping.py", "stack.py"]
 
 
-def test_the_function_reports_item_failures_and_knows_its_tables(template: Template) -> None:
+def test_both_handlers_are_subscribed_with_the_layer(stack: Any) -> None:
     # GIVEN / WHEN the example stack is synthesized
-    # THEN the subscriber's function reports partial batch failures and reads its dedup table and lease
-    template.has_resource_properties(
-        "AWS::Lambda::EventSourceMapping", {"FunctionResponseTypes": ["ReportBatchItemFailures"], "BatchSize": 10}
-    )
-    template.has_resource_properties(
-        "AWS::Lambda::Function",
-        {
-            "Handler": "order_subscriber.handler.handler",
-            "Timeout": 30,
-            "Environment": {
-                "Variables": {
-                    "DEDUP_TABLE": Match.any_value(),
-                    "SHIPMENTS_TABLE": Match.any_value(),
-                    "LEASE_SECONDS": "30",
-                }
-            },
-        },
-    )
-    template.has_resource_properties(
-        "AWS::DynamoDB::Table", {"KeySchema": [{"AttributeName": "event_id", "KeyType": "HASH"}]}
-    )
+    template = Template.from_stack(stack)
+    # THEN two functions with the examples' handlers share the stack's one helper layer
+    layer = {"Ref": Match.string_like_regexp("IdempotentSubscriberRuntimeLayer")}
+    for handler in ("shipping.handler", "payments.handler"):
+        template.has_resource_properties("AWS::Lambda::Function", {"Handler": handler, "Layers": [layer]})
+    template.resource_count_is("AWS::Lambda::LayerVersion", 1)
+    template.resource_count_is("AWS::SNS::Subscription", 2)
 
 
-def test_the_visibility_timeout_outlasts_the_lease(template: Template) -> None:
-    # GIVEN the example's own queue and function (not the pipeline's)
-    [queue] = [
-        found["Properties"]
-        for logical, found in template.find_resources("AWS::SQS::Queue").items()
-        if logical.startswith("SubscriberQueue")
-    ]
-    [function] = [
-        found["Properties"]
-        for logical, found in template.find_resources("AWS::Lambda::Function").items()
-        if logical.startswith("SubscriberFunction")
-    ]
-    # WHEN the queue's visibility timeout is compared with the lease the function claims an event for
-    lease_seconds = int(function["Environment"]["Variables"]["LEASE_SECONDS"])
-    # THEN a message redelivered after a crash arrives when the crashed invocation's claim has expired
-    assert queue["VisibilityTimeout"] > lease_seconds > 0
+def test_the_counter_table_is_granted_to_the_shipping_function_only(stack: Any) -> None:
+    # GIVEN the synthesized stack
+    template = Template.from_stack(stack)
+    counters = stack.resolve(stack.counters.table_arn)
+    # WHEN the functions' policies are read
+    policies = template.find_resources("AWS::IAM::Policy")
+    granted = {
+        name
+        for name, policy in policies.items()
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+        if counters in (statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]])
+    }
+    # THEN only the shipping function's role may write the counters
+    assert granted
+    assert all(name.startswith("ShippingFunctionRole") for name in granted)
+
+
+@pytest.mark.parametrize("example", ["shipping.py", "payments.py"])
+def test_the_docs_show_each_examples_handler_as_written(example: str) -> None:
+    # GIVEN an example's handler (from its decorator to the end of the file)
+    source = (SUBSCRIBER_EXAMPLE / "subscriber_lambda" / example).read_text()
+    handler = source[source.index("@once_per_event") :].strip()
+    # WHEN docs/subscriber.md is read / THEN it shows that handler verbatim
+    assert handler in (SUBSCRIBER_EXAMPLE.parents[1] / "docs" / "subscriber.md").read_text()

@@ -391,7 +391,7 @@ def test_alarm_factory_adds_alarms_alike(fresh_stack: cdk.Stack) -> None:
         pipeline.alarm_factory.add_alarm("function_throttles", "Off", pipeline.metric_conflicts(), description="x.")
         is None
     )
-    with pytest.raises(ValueError, match=r"alarm key 'unregistered': not in monitoring.ALARM_KEYS"):
+    with pytest.raises(ValueError, match=r"alarm key 'unregistered': not among this factory's keys"):
         pipeline.alarm_factory.add_alarm("unregistered", "New", pipeline.metric_conflicts(), description="x.")
     # AND an alarm it creates carries the name, description and actions of the others
     properties = Template.from_stack(fresh_stack).to_json()["Resources"][

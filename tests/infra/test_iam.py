@@ -77,7 +77,8 @@ def test_handler_statements_name_exact_actions_and_resources(default_pipeline: S
     log_group = ref(default_pipeline, pipeline.node.find_child("FunctionLogGroup"))
     # WHEN the named statements are read
     statements = by_sid(function_statements(default_pipeline))
-    # THEN each handler call is allowed on exactly its resource, PutItem only inside a transaction
+    # THEN each handler call is allowed on exactly its resource, PutItem only inside a transaction,
+    # UpdateItem only on the attributes its updates name (contract/names.py) and the keys
     assert statements == {
         "WriteOwnLogs": {
             "Sid": "WriteOwnLogs",
@@ -97,6 +98,20 @@ def test_handler_statements_name_exact_actions_and_resources(default_pipeline: S
             "Effect": "Allow",
             "Action": "dynamodb:UpdateItem",
             "Resource": {"Fn::GetAtt": [processed, "Arn"]},
+            "Condition": {
+                "ForAllValues:StringEquals": {
+                    "dynamodb:Attributes": [
+                        "event_id",
+                        "status",
+                        "payload_sha256",
+                        "sent_at",
+                        "ttl",
+                        "pending_shard",
+                        "created_at",
+                    ]
+                },
+                "StringEqualsIfExists": {"dynamodb:ReturnValues": ["NONE", "ALL_OLD"]},
+            },
         },
         "PublishNotifications": {
             "Sid": "PublishNotifications",

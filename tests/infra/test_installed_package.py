@@ -12,12 +12,16 @@ import sys
 import sysconfig
 import textwrap
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from idempotent_order_pipeline import compliance
 from idempotent_order_pipeline.keys import derive_event_id
+from idempotent_order_pipeline.subscriber import findings as subscriber_findings
 from tests.infra.synth import REPO
+from tests.infra.test_compliance import CHECKOV
 
 # Builds the wheel and installs it into throwaway virtualenvs.
 pytestmark = pytest.mark.slow
@@ -96,11 +100,23 @@ def test_wheel_adds_one_top_level_package(wheel: Path) -> None:
     assert top_level == {"idempotent_order_pipeline"}
     assert "idempotent_order_pipeline/_lambda_asset/order_consumer/handler.py" in names
     assert "idempotent_order_pipeline/_lambda_asset/order_consumer/contract/keys.py" in names
+    assert "idempotent_order_pipeline/_subscriber_layer/python/idempotent_subscriber/dedup.py" in names
+    assert "idempotent_order_pipeline/subscriber/construct.py" in names
     assert not [name for name in names if "order_pipeline_sandbox" in name]
 
 
-def test_installed_wheel_synthesizes_beside_colliding_packages(wheel: Path, tmp_path: Path) -> None:
-    # GIVEN an empty virtualenv that sees the test stack's dependencies but not this checkout
+@dataclass(frozen=True)
+class InstalledWheel:
+    """An empty virtualenv with the wheel installed, seeing the test stack's dependencies but not this checkout."""
+
+    venv: Path
+    python: Path
+    site: Path
+    #: The environment to run it in: without this checkout on PYTHONPATH.
+    environment: dict[str, str]
+
+
+def install_into_empty_venv(wheel: Path, tmp_path: Path) -> InstalledWheel:
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)  # noqa: S603
     python = venv / "bin" / "python"
@@ -114,12 +130,23 @@ def test_installed_wheel_synthesizes_beside_colliding_packages(wheel: Path, tmp_
     )
     # A .pth line adds a directory only: the editable install's own .pth in it is not processed.
     (venv_site / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    # AND the wheel installed into it
     subprocess.run(  # noqa: S603
         [sys.executable, "-m", "pip", "--python", python, "install", "--quiet", "--no-deps", wheel],
         check=True,
         capture_output=True,
     )
+    environment = {
+        key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")
+    }
+    environment["JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION"] = "1"
+    return InstalledWheel(venv=venv, python=python, site=venv_site, environment=environment)
+
+
+def test_installed_wheel_synthesizes_beside_colliding_packages(wheel: Path, tmp_path: Path) -> None:
+    # GIVEN an empty virtualenv that sees the test stack's dependencies but not this checkout
+    # AND the wheel installed into it
+    installed = install_into_empty_venv(wheel, tmp_path)
+    venv, python, venv_site, environment = installed.venv, installed.python, installed.site, installed.environment
     # AND an app with packages of its own named order_events and order_consumer
     app_dir = tmp_path / "shop-app"
     for own in ("order_events", "order_consumer"):
@@ -127,10 +154,6 @@ def test_installed_wheel_synthesizes_beside_colliding_packages(wheel: Path, tmp_
         (app_dir / own / "__init__.py").write_text(f"OWNER = 'shop-app {own}'\n")
     (app_dir / "app.py").write_text(THROWAWAY_APP)
     outdir = app_dir / "cdk.out"
-    environment = {
-        key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")
-    }
-    environment["JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION"] = "1"
     # WHEN the app imports the construct and the producer, and synthesizes
     completed = subprocess.run(  # noqa: S603  (our temporary interpreter and paths)
         [python, "app.py", str(outdir)], cwd=app_dir, env=environment, capture_output=True, text=True
@@ -160,3 +183,101 @@ def test_installed_wheel_synthesizes_beside_colliding_packages(wheel: Path, tmp_
     )
     assert cli.returncode == 0, cli.stderr[-2000:]
     assert "redrive" in cli.stdout
+
+
+SUBSCRIBER_APP = textwrap.dedent(
+    """
+    import json
+    import sys
+
+    import aws_cdk as cdk
+    from aws_cdk import aws_lambda, aws_sns
+
+    from idempotent_order_pipeline import IdempotentOrderPipeline, IdempotentSubscriber, nag
+
+    app = cdk.App(outdir=sys.argv[1])
+    stack = cdk.Stack(app, "ShopStack")
+    pipeline = IdempotentOrderPipeline(stack, "Orders")
+    shipping = IdempotentSubscriber(
+        stack,
+        "Shipping",
+        pipeline=pipeline,
+        code=aws_lambda.Code.from_asset("shipping"),
+        handler="shipping.handler",
+        filter_policy={"country": aws_sns.SubscriptionFilter.string_filter(allowlist=["DE"])},
+    )
+    nag.add_checks(app)
+    app.synth()  # cdk-nag 3.x fails the synth on a finding; 2.x leaves error annotations
+    messages = app.synth().get_stack_artifact(stack.artifact_id).messages
+    print(json.dumps({
+        "errors": [str(m.entry.data) for m in messages if m.level.value.lower() == "error"],
+        "layer": str(cdk.Stack.of(shipping).resolve(shipping.runtime_layer.layer_version_arn)),
+    }))
+    """
+)
+TEAM_HANDLER = textwrap.dedent(
+    """
+    from idempotent_subscriber import once_per_event
+
+
+    @once_per_event
+    def handler(notification, claim):
+        return []
+    """
+)
+
+
+def test_an_app_outside_the_repository_synthesizes_a_filtered_subscriber_that_passes_nag_and_checkov(
+    wheel: Path, tmp_path: Path
+) -> None:
+    # GIVEN the wheel in an empty virtualenv, and an app with its own handler and a filtered IdempotentSubscriber
+    installed = install_into_empty_venv(wheel, tmp_path)
+    app_dir = tmp_path / "shop-app"
+    (app_dir / "shipping").mkdir(parents=True)
+    (app_dir / "shipping" / "shipping.py").write_text(TEAM_HANDLER)
+    (app_dir / "app.py").write_text(SUBSCRIBER_APP)
+    outdir = app_dir / "cdk.out"
+    # WHEN it synthesizes with cdk-nag's AwsSolutions and Serverless packs
+    completed = subprocess.run(  # noqa: S603  (our temporary interpreter and paths)
+        [installed.python, "app.py", str(outdir)],
+        cwd=app_dir,
+        env=installed.environment,
+        capture_output=True,
+        text=True,
+    )
+    # THEN it succeeds with no cdk-nag finding left
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert json.loads(completed.stdout.strip().splitlines()[-1])["errors"] == []
+    # AND the subscription carries the filter, the function the team's handler with the layer from the wheel
+    template = json.loads((outdir / "ShopStack.template.json").read_text())
+    resources = template["Resources"]
+    [subscription] = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::SNS::Subscription"]
+    assert subscription["FilterPolicy"] == {"country": ["DE"]}
+    [function] = [
+        r["Properties"]
+        for r in resources.values()
+        if r["Type"] == "AWS::Lambda::Function" and r["Properties"]["Handler"] == "shipping.handler"
+    ]
+    assert len(function["Layers"]) == 1
+    [layer] = [r for r in resources.values() if r["Type"] == "AWS::Lambda::LayerVersion"]
+    staged = outdir / f"asset.{layer['Properties']['Content']['S3Key'].removesuffix('.zip')}"
+    assert (staged / "python" / "idempotent_subscriber" / "dedup.py").read_bytes() == (
+        installed.site / "idempotent_order_pipeline/_subscriber_layer/python/idempotent_subscriber/dedup.py"
+    ).read_bytes()
+    # AND checkov finds nothing that fails, and every skip is one the library ships with its reason
+    checkov = subprocess.run(  # noqa: S603  (the repository's checkov)
+        [str(CHECKOV), "-f", str(outdir / "ShopStack.template.json"), "--framework", "cloudformation", "-o", "json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    report = json.loads(checkov.stdout)["results"]
+    assert [f"{c['check_id']} {c['resource']}" for c in report["failed_checks"]] == []
+    assert report["passed_checks"]
+    shipped = {(s.check_id, s.reason) for s, _ in compliance.CHECKOV_SUPPRESSIONS} | {
+        (s.check_id, s.reason) for s in subscriber_findings.CHECKOV_SUPPRESSIONS
+    }
+    assert report["skipped_checks"]
+    for check in report["skipped_checks"]:
+        assert (check["check_id"], check["check_result"]["suppress_comment"]) in shipped, check["resource"]

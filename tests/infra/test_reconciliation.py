@@ -20,6 +20,7 @@ from aws_cdk.assertions import Match
 from moto import mock_aws
 
 from idempotent_order_pipeline import IdempotentOrderPipeline
+from idempotent_order_pipeline.monitoring import AlarmThreshold
 from idempotent_order_pipeline.reconciliation import RECONCILER_HANDLER, alarm_threshold_seconds
 from tests.infra.synth import Synthesized, logical_id, resources_of_type, synth_pipeline
 
@@ -147,6 +148,20 @@ def test_the_reconciler_role_has_exactly_its_calls(default_pipeline: Synthesized
         "Action": "dynamodb:UpdateItem",
         "Effect": "Allow",
         "Resource": {"Fn::GetAtt": [events, "Arn"]},
+        "Condition": {
+            "ForAllValues:StringEquals": {
+                "dynamodb:Attributes": [
+                    "event_id",
+                    "status",
+                    "payload_sha256",
+                    "sent_at",
+                    "ttl",
+                    "pending_shard",
+                    "created_at",
+                ]
+            },
+            "StringEqualsIfExists": {"dynamodb:ReturnValues": ["NONE", "ALL_OLD"]},
+        },
     }
     assert statements["PublishNotifications"]["Resource"] == {"Ref": logical_id(stack, pipeline.topic)}
     actions = {a for s in statements.values() for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])}
@@ -261,6 +276,65 @@ def test_reconcile_props_are_validated(fresh_stack: cdk.Stack, props: dict[str, 
     # GIVEN / WHEN a pipeline whose reconciler could race a normal redelivery / THEN the error says why
     with pytest.raises(ValueError, match=message):
         IdempotentOrderPipeline(fresh_stack, "Pipeline", **props)
+
+
+@pytest.mark.parametrize(
+    ("props", "message"),
+    [
+        (
+            # pending_too_old looks at two runs per period: 8 days > CloudWatch's 7-day evaluation range
+            {"reconcile_every": cdk.Duration.days(4)},
+            r"reconcile_every=4 days: allowed 1 minute to 84 hours with alarm pending_too_old \("
+            r"2 run\(s\) per period x 1 evaluation period\(s\); CloudWatch evaluates an alarm over at most 7 days",
+        ),
+        (
+            # 48 periods of 4 hours: 8 days
+            {
+                "reconcile_every": cdk.Duration.hours(2),
+                "alarm_overrides": {"pending_too_old": AlarmThreshold(evaluation_periods=48)},
+            },
+            r"reconcile_every=2 hours: allowed 1 minute to 15 minutes or 30 minutes to 105 minutes with alarm "
+            r"pending_too_old \(2 run\(s\) per period x 48 evaluation period",
+        ),
+        (
+            # 30 periods of 50 minutes (under an hour: at most 1 day) = 25 hours
+            {
+                "reconcile_every": cdk.Duration.minutes(50),
+                "alarm_overrides": {"reconciler_errors": AlarmThreshold(evaluation_periods=30)},
+            },
+            r"reconcile_every=50 minutes: allowed 1 minute to 48 minutes or 1 hour to 336 minutes with alarm "
+            r"reconciler_errors \(1 run",
+        ),
+    ],
+)
+def test_reconcile_every_beyond_cloudwatchs_evaluation_range_is_refused(
+    fresh_stack: cdk.Stack, props: dict[str, Any], message: str
+) -> None:
+    # GIVEN / WHEN a schedule so long that an alarm's period x evaluation periods exceeds what
+    # CloudWatch accepts (the deploy would fail) / THEN a ValueError names the prop, value and range
+    with pytest.raises(ValueError, match=message):
+        IdempotentOrderPipeline(fresh_stack, "Pipeline", **props)
+
+
+def test_reconcile_every_up_to_the_range_is_accepted(fresh_stack: cdk.Stack) -> None:
+    # GIVEN / WHEN the longest schedule the default alarms allow
+    pipeline = IdempotentOrderPipeline(fresh_stack, "Pipeline", reconcile_every=cdk.Duration.hours(84))
+    # THEN the pipeline is built, and pending_too_old spans exactly CloudWatch's 7 days
+    definition = pipeline.alarm_definitions["pending_too_old"]
+    assert definition.metric.period.to_seconds() * definition.evaluation_periods == 7 * 86400  # type: ignore[attr-defined]
+
+
+def test_reconcile_every_is_not_bounded_by_alarms_turned_off(fresh_stack: cdk.Stack) -> None:
+    # GIVEN / WHEN a monthly reconciler without its two alarms
+    pipeline = IdempotentOrderPipeline(
+        fresh_stack,
+        "Pipeline",
+        reconcile_every=cdk.Duration.days(30),
+        alarm_overrides={"pending_too_old": False, "reconciler_errors": False},
+    )
+    # THEN no alarm's range to respect: built
+    assert pipeline.reconciliation is not None
+    assert "pending_too_old" not in pipeline.alarm_definitions
 
 
 def test_the_default_threshold_follows_a_longer_redelivery_window(cmk_pipeline: Synthesized) -> None:

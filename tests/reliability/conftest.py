@@ -13,7 +13,8 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
             f"{STATS.messages} messages, {sum(STATS.faults.values())} faults armed "
             f"{dict(sorted(STATS.faults.items()))}, "
             f"{STATS.crashes} invocations crashed, {STATS.redriven} messages redriven to the DLQ, "
-            f"{STATS.reconciled} records notified by the reconciler after the DLQ was dropped"
+            f"{STATS.reconciled} records notified by the reconciler after the DLQ was dropped, "
+            f"{STATS.previous_version_steps} consumer steps by 0.2.0 (alone or racing)"
         )
     from tests.reliability.test_kills import RUNS
 

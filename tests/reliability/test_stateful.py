@@ -3,8 +3,11 @@
 The state machine models the SQS queue (visibility, ApproximateReceiveCount, a redrive policy
 moving a message to the DLQ after MAX_RECEIVES receives) and drives the real handler, in process,
 on moto. Faults are armed at the AWS client boundary (crash before a call or after it succeeded,
-transient cancellations, a throttled sent mark, an SNS outage). After every step the invariants that
-must hold at all times are checked; at the end the queue is drained with faults disarmed and the final ones are checked.
+transient cancellations, a throttled sent mark, an SNS outage). The previous release, 0.2.0 as
+released (``tests/compat/v0_2_0/``), consumes some deliveries too, alone or racing the current one
+(the seconds of a deploy, or a rollback), in a child process on the same moto state (served over
+HTTP), with SNS up or down for it. After every step the invariants that must hold at all times are
+checked; at the end the queue is drained with faults disarmed and the final ones are checked.
 
 Budget: HYPOTHESIS_PROFILE=ci (the default, in ``make test``) or ``reliability`` (``make reliability``).
 """
@@ -31,6 +34,7 @@ from idempotent_order_pipeline._lambda_asset.order_consumer import handler as ha
 from idempotent_order_pipeline._lambda_asset.order_consumer.config import Settings
 from idempotent_order_pipeline._lambda_asset.order_consumer.reconciler import ReconcilerClients, build_reconciler
 from idempotent_order_pipeline._lambda_asset.order_consumer.runtime import Clients, build_pipeline
+from tests.compat.released import V0_2_0, ReleasedFunctions, moto_server
 from tests.consumer.harness import ArmedFault, Crash, World, cancelled, client_error, refuse_entries, sqs_record
 from tests.reconciler.harness import add_pending_index
 from tests.reliability import invariants
@@ -75,20 +79,36 @@ class Stats:
     faults: Counter[str] = field(default_factory=Counter)
     redriven: int = 0
     reconciled: int = 0
+    #: Consumer steps 0.2.0 took (alone, or racing the current consumer).
+    previous_version_steps: int = 0
 
 
 STATS = Stats()
 
 
-_shared: dict[str, Clients] = {}
+_shared: dict[str, Any] = {}
+# What 0.2.0's functions are configured with before the first example configures its own.
+_PLACEHOLDER_ENVIRONMENT = {
+    "PROCESSED_EVENTS_TABLE": "none",
+    "ORDER_RECORDS_TABLE": "none",
+    "TOPIC_ARN": "arn:aws:sns:eu-west-1:123456789012:none",
+    "DEAD_LETTER_QUEUE_URL": "https://sqs.eu-west-1.amazonaws.com/123456789012/none",
+}
 
 
 @pytest.fixture(scope="module", autouse=True)
 def shared_moto() -> Iterator[None]:
-    """One moto backend and one set of boto3 clients for all examples (each example has its own resources)."""
-    with mock_aws():
+    """One moto backend and one set of boto3 clients for all examples (each example has its own resources),
+    and 0.2.0's functions in one child process on that backend."""
+    # One lock for every example's in-process clients and the server's requests (see moto_server).
+    _shared["lock"] = threading.RLock()
+    with mock_aws(), moto_server(_shared["lock"]) as url:
         _shared["aws"] = Clients(dynamodb=boto3.client("dynamodb"), sns=boto3.client("sns"), sqs=boto3.client("sqs"))
-        yield
+        _shared["v0_2_0"] = ReleasedFunctions(V0_2_0, url, _PLACEHOLDER_ENVIRONMENT)
+        try:
+            yield
+        finally:
+            _shared["v0_2_0"].close()
     _shared.clear()
 
 
@@ -149,6 +169,9 @@ class OrderPipelineMachine(RuleBasedStateMachine):
         super().__init__()
         STATS.examples += 1
         self.world = World(aws=_shared["aws"], prefix=f"x{STATS.examples}-")
+        self.world.board.lock = _shared["lock"]  # shared with 0.2.0's requests (see shared_moto)
+        self.previous: ReleasedFunctions = _shared["v0_2_0"]
+        self.previous_sns_down: bool | None = None  # what 0.2.0 is configured with (None: another example's)
         add_pending_index(self.world.dynamodb, self.world.events_table)
         self.other = build_pipeline(Settings.from_env(self.world.env), self.world.clients)
         self.messages: list[Message] = []
@@ -277,6 +300,48 @@ class OrderPipelineMachine(RuleBasedStateMachine):
         thread.join()
         if "results" in outcome:
             self._settle(batch, {r.message_id for r in outcome["results"] if r.failed})
+        self.check_invariants_now()
+
+    def _previous_version(self, *, sns_down: bool) -> ReleasedFunctions:
+        """0.2.0's consumer on this example's resources; ``sns_down``: its topic does not exist (publishes fail)."""
+        if self.previous_sns_down != sns_down:
+            topic = self.world.topic_arn + ("-gone" if sns_down else "")
+            self.previous.configure({**self.world.env, "TOPIC_ARN": topic})
+            self.previous_sns_down = sns_down
+        return self.previous
+
+    def _settle_previous(self, batch: list[Message], response: dict[str, Any]) -> None:
+        if "error" in response:  # the invocation failed: the whole batch reappears
+            return
+        self._settle(batch, {failure["itemIdentifier"] for failure in response["batchItemFailures"]})
+
+    @rule(size=st.integers(1, MAX_BATCH), sns_down=st.booleans())
+    def previous_version_consumes(self, size: int, sns_down: bool) -> None:
+        """0.2.0 (a rollback, or a deploy not finished) receives a batch."""
+        previous = self._previous_version(sns_down=sns_down)
+        batch = self._receive(size)
+        if batch:
+            self._settle_previous(batch, previous.invoke([m.record for m in batch]))
+            STATS.steps += 1
+            STATS.previous_version_steps += 1
+        self.check_invariants_now()
+
+    @rule(size=st.integers(1, MAX_BATCH), fault=fault_strategy(), sns_down=st.booleans())
+    def both_versions_consume_concurrently(self, size: int, fault: Fault | None, sns_down: bool) -> None:
+        """During a deploy, the current consumer and 0.2.0 get the same batch and race."""
+        previous = self._previous_version(sns_down=sns_down)
+        self._arm(fault)
+        batch = self._receive(size)
+        if not batch:
+            return
+        STATS.steps += 1
+        STATS.previous_version_steps += 1
+        outcome: dict[str, Any] = {}
+        thread = threading.Thread(target=lambda: outcome.update(response=previous.invoke([m.record for m in batch])))
+        thread.start()
+        self._invoke(batch)
+        thread.join()
+        self._settle_previous(batch, outcome["response"])
         self.check_invariants_now()
 
     @rule()

@@ -13,7 +13,8 @@ what was found. A stack deployed before the metadata existed is read through ``a
 * ``dlq list``          the parked messages with their ``error_code``, without consuming them;
 * ``dlq drop``          delete selected parked messages for good (printed as a record);
 * ``redrive``           the DLQ back to the queue (StartMessageMoveTask, else receive-send-delete);
-* ``pending``           state records stuck in ``pending`` (``--resend`` re-enqueues their orders).
+* ``pending``           state records stuck in ``pending`` (``--resend`` re-enqueues their orders);
+* ``migrate``           state records of older releases into today's shape (:mod:`.migrate`).
 
 Modules: :mod:`.aws` (clients, the stack, the pipeline's resources), :mod:`.dead_letters` (peek and redrive),
 :mod:`.records` (the two tables), :mod:`.errors`, :mod:`.render` (timestamps, exact JSON) and

@@ -19,7 +19,7 @@ import sys
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import IO, TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
 
@@ -45,6 +45,7 @@ from idempotent_order_pipeline.cli.dead_letters import (
     RedriveReport,
     Selection,
     drop,
+    other_source_queues,
     peek,
     redrive_loop,
     start_move_task,
@@ -57,6 +58,7 @@ from idempotent_order_pipeline.cli.errors import (
     describe,
     endpoint_message,
 )
+from idempotent_order_pipeline.cli.migrate import migrate
 from idempotent_order_pipeline.cli.output import Failure, confirm, echo, on_terminal, summarise
 from idempotent_order_pipeline.cli.records import (
     DEFAULT_PENDING_AGE,
@@ -591,7 +593,9 @@ def redrive(
 
     Safe to run at any time: the consumer skips an order already recorded, publishes and marks
     one left 'pending', and parks a message that fails again. The loop returns messages as the
-    producer sent them (reason attributes removed); a move task moves them as they are.
+    producer sent them (reason attributes removed); a move task moves them as they are. Messages
+    another queue's redrive policy moved to the DLQ stay there (listed); while another queue names
+    the DLQ as its dead-letter queue, the loop runs instead of a move task.
     """
     selection = Selection.of(error_codes, event_id, order_id)
     if not selection.everything or max_messages is not None:
@@ -611,7 +615,7 @@ def redrive(
         what = "every message" if selection.everything and max_messages is None else "the selected messages"
         confirm(f"Move {what} of {dlq_url} (~{approximate_depth(sqs, dlq_url)} in it) to {queue_url}?")
     report: RedriveReport | None = None
-    if method != "loop":
+    if method != "loop" and _only_this_queue_dead_letters_here(sqs, dlq_url, queue_url, required=method == "move-task"):
         report = _start_move_task(sqs, dlq_url, queue_url, rate=rate, required=method == "move-task")
         if report is not None and wait:
             wait_for_move_task(
@@ -651,6 +655,27 @@ def redrive(
         )
 
 
+def _only_this_queue_dead_letters_here(sqs: SQSClient, dlq_url: str, queue_url: str, *, required: bool) -> bool:
+    """Whether a move task may run: it moves every message of the DLQ, so no other queue may use the
+    DLQ as its dead-letter queue. If one does (or the list cannot be read), the loop runs instead,
+    which leaves that queue's messages in the DLQ; with ``--method move-task`` the command fails."""
+    try:
+        others = other_source_queues(sqs, dlq_url, queue_url)
+    except (ClientError, BotoCoreError) as exc:
+        why = f"the queues that use the DLQ as their dead-letter queue could not be listed ({describe(exc)})"
+    else:
+        if not others:
+            return True
+        why = f"{len(others)} other queue(s) use the DLQ as their dead-letter queue: {', '.join(others)}"
+    if required:
+        raise Failure(
+            f"a move task moves every message of the DLQ, and {why}; "
+            "use --method loop, which leaves their messages in the DLQ"
+        )
+    echo(f"{why}: moving with receive-send-delete, which leaves their messages in the DLQ", err=True)
+    return False
+
+
 def _redrive_dry_run(
     operator: Operator,
     selection: Selection,
@@ -670,7 +695,11 @@ def _redrive_dry_run(
         wait_seconds=wait_seconds,
         identity_fields=operator.identity_fields()[0],
     )
-    chosen = [letter for letter in reading.letters if selection.matches(letter)][:max_messages]
+    own_arn = queue_arn(operator.clients.sqs, queue_url)
+    foreign = [letter for letter in reading.letters if letter.from_another_queue(own_arn)]
+    chosen = [letter for letter in reading.letters if letter not in foreign and selection.matches(letter)][
+        :max_messages
+    ]
     by_code = Counter(letter.error_code for letter in chosen)
     if as_json:
         echo(
@@ -680,8 +709,11 @@ def _redrive_dry_run(
                     "method": method,
                     "would_move": len(chosen),
                     "moved_by_code": dict(by_code),
-                    "skipped": len(reading.letters) - len(chosen),
+                    "skipped": len(reading.letters) - len(chosen) - len(foreign),
                     "held_back": reading.held_back,
+                    "from_other_queues": _foreign_json(
+                        (letter.message_id, str(letter.source_queue_arn)) for letter in foreign
+                    ),
                 }
             )
         )
@@ -690,8 +722,10 @@ def _redrive_dry_run(
         echo(
             f"redrive (dry run): would move {len(chosen)} message(s) to {queue_url}"
             + (f" [{codes}]" if codes else "")
+            + _foreign_note(len(foreign))
             + f"; nothing moved{_held_back_note(reading.held_back)}"
         )
+        _print_foreign((letter.message_id, str(letter.source_queue_arn)) for letter in foreign)
 
 
 def _start_move_task(
@@ -724,6 +758,7 @@ def _print_redrive(report: RedriveReport, queue_url: str, *, as_json: bool) -> N
                     "task_status": report.task_status,
                     "task_failure": report.task_failure,
                     "held_back": report.held_back,
+                    "from_other_queues": _foreign_json(report.from_other_queues),
                     "complete": report.complete,
                 }
             )
@@ -736,6 +771,7 @@ def _print_redrive(report: RedriveReport, queue_url: str, *, as_json: bool) -> N
         line += f"; left {report.skipped} not selected"
     if report.arrived_later:
         line += f"; left {report.arrived_later} that arrived after the redrive started (failed again? dlq list)"
+    line += _foreign_note(len(report.from_other_queues))
     if report.task_handle:
         line += f"; task {report.task_status}"
         if report.task_failure:
@@ -744,9 +780,23 @@ def _print_redrive(report: RedriveReport, queue_url: str, *, as_json: bool) -> N
     echo(line, err=as_json)
     for message_id in report.not_deleted:
         echo(f"  {message_id}: sent but not deleted from the DLQ; a later redrive sends it again (harmless)", err=True)
+    _print_foreign(report.from_other_queues)
     for message_id, reason in report.failed:
         echo(f"  {message_id}: stays in the DLQ: {reason}", err=True)
     summarise("stays in the DLQ", (reason for _, reason in report.failed))
+
+
+def _foreign_note(count: int) -> str:
+    return f"; left {count} that another queue dead-lettered (never sent to this pipeline)" if count else ""
+
+
+def _foreign_json(letters: Iterable[tuple[str, str]]) -> list[dict[str, str]]:
+    return [{"message_id": message_id, "source_queue_arn": source} for message_id, source in letters]
+
+
+def _print_foreign(letters: Iterable[tuple[str, str]]) -> None:
+    for message_id, source in letters:
+        echo(f"  {message_id}: stays in the DLQ: dead-lettered by {source}, not the pipeline's queue", err=True)
 
 
 # --- pending -----------------------------------------------------------------------------------------
@@ -893,6 +943,10 @@ def _expiry(state: Mapping[str, Any]) -> str:
     if state.get("ttl") is not None:
         return timestamp(state.get("ttl")) or "-"
     return "never while pending (the sent mark sets the ttl)" if state.get("status") == "pending" else "-"
+
+
+# Commands in modules of their own.
+cli.add_command(migrate)
 
 
 def main() -> None:

@@ -13,6 +13,13 @@ reason attributes included; the consumer ignores them and writes fresh ones if t
 again). Elsewhere - moto, the local sandbox - and whenever messages must be selected, a
 receive-send-delete loop deletes a message only after its copy was accepted, and returns it as the
 producer sent it: what the envelope says the consumer added removed, packed originals unpacked.
+
+A message another queue's redrive policy moved here (its ``DeadLetterQueueSourceArn`` names a queue
+other than the pipeline's) never goes to the pipeline's queue: the DLQ has no redrive-allow policy
+(docs/security.md), so any queue of the account may name it as its dead-letter queue, and a redrive
+would otherwise feed that queue's messages to the consumer. The loop leaves such messages in the
+DLQ and reports them; a move task, which cannot select, is not used while another queue names the
+DLQ (:func:`other_source_queues`).
 """
 
 from __future__ import annotations
@@ -36,8 +43,19 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.contract.batching im
     send_attribute,
 )
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.message import ORDER_ID_FIELD, parse_body
-from idempotent_order_pipeline._lambda_asset.order_consumer.contract.parked import Envelope, envelope_of, unparked
-from idempotent_order_pipeline.cli.errors import MoveTaskUnsupportedError, describe, endpoint_message
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.parked import (
+    MOVED_BY_SQS_ATTRIBUTE,
+    Envelope,
+    envelope_of,
+    unparked,
+)
+from idempotent_order_pipeline.cli.aws import queue_arn
+from idempotent_order_pipeline.cli.errors import (
+    MoveTaskUnsupportedError,
+    NotRedrivableError,
+    describe,
+    endpoint_message,
+)
 from idempotent_order_pipeline.cli.render import timestamp
 from idempotent_order_pipeline.errors import InvalidMessageError
 from idempotent_order_pipeline.keys import DEFAULT_IDENTITY_FIELDS, IDEMPOTENCY_KEY_ATTRIBUTE, resolve_event_id
@@ -118,8 +136,21 @@ class DeadLetter:
 
     @functools.cached_property
     def original_attributes(self) -> dict[str, MessageAttributeValueTypeDef]:
-        """The attributes as the producer sent them (what a redrive sends)."""
+        """The attributes as the producer sent them (what a redrive sends).
+
+        Raises:
+            NotRedrivableError: a packed attribute cannot be sent (see :attr:`not_redrivable`).
+        """
         return attributes_for_redrive(self.attributes)
+
+    @functools.cached_property
+    def not_redrivable(self) -> str | None:
+        """Why this message cannot go back to the queue as the producer sent it; None when it can."""
+        try:
+            self.original_attributes  # noqa: B018 - computed for its error
+        except NotRedrivableError as exc:
+            return str(exc)
+        return None
 
     @functools.cached_property
     def order(self) -> dict[str, Any] | None:
@@ -137,8 +168,12 @@ class DeadLetter:
     @property
     def event_id(self) -> str | None:
         """The idempotency key the consumer resolves for this message; None if it cannot resolve one."""
-        original = self.original_attributes.get(IDEMPOTENCY_KEY_ATTRIBUTE)
-        key = original.get("StringValue") if original is not None else None
+        if self.not_redrivable is None:
+            original = self.original_attributes.get(IDEMPOTENCY_KEY_ATTRIBUTE)
+            key = original.get("StringValue") if original is not None else None
+        else:  # another attribute cannot be rebuilt; the key (a string) still can
+            packed = self.envelope.packed if self.envelope is not None else {}
+            key = packed.get(IDEMPOTENCY_KEY_ATTRIBUTE, {}).get("stringValue")
         attribute_key = key if isinstance(key, str) else None
         if self.order is None:
             return attribute_key
@@ -159,6 +194,16 @@ class DeadLetter:
     @property
     def receive_count(self) -> int:
         return int(self.system_attributes.get("ApproximateReceiveCount", 0))
+
+    @property
+    def source_queue_arn(self) -> str | None:
+        """The queue whose redrive policy moved this message here (SQS's ``DeadLetterQueueSourceArn``);
+        None for one sent here directly (parked by the consumer)."""
+        return self.system_attributes.get(MOVED_BY_SQS_ATTRIBUTE)
+
+    def from_another_queue(self, own_queue_arn: str) -> bool:
+        """Whether another queue's redrive policy moved this message here: a redrive leaves it in the DLQ."""
+        return self.source_queue_arn is not None and self.source_queue_arn != own_queue_arn
 
     def summary(self, *, with_body: bool = False) -> dict[str, Any]:
         """The fields ``dlq list`` shows (plus body and attributes when asked)."""
@@ -393,16 +438,18 @@ def attributes_for_redrive(attributes: Mapping[str, Any]) -> dict[str, MessageAt
     message as it first did (a new failure gets a fresh reason) and a packed ``idempotency_key`` is a
     key again. Any other message - moved by SQS, or parked before the envelope existed - goes back
     with its attributes as they are: an attribute is never interpreted because of its name alone.
+
+    Raises:
+        NotRedrivableError: a packed binary attribute is not base64 (the consumer packs an attribute
+            of a hand-built event as it came); no SendMessage can carry it as it came.
     """
     envelope = envelope_of(attributes, string_key="StringValue")
     result = {name: _send_shape(value) for name, value in unparked(attributes, envelope).items()}
-    if envelope is not None:
-        result.update(
-            {
-                name: cast("MessageAttributeValueTypeDef", send_attribute(value))
-                for name, value in envelope.packed.items()
-            }
-        )
+    for name, value in (envelope.packed if envelope is not None else {}).items():
+        try:
+            result[name] = cast("MessageAttributeValueTypeDef", send_attribute(value))
+        except ValueError as exc:  # binascii.Error
+            raise NotRedrivableError(f"not redrivable: packed attribute {name!r} is not base64 ({exc})") from exc
     return result
 
 
@@ -433,11 +480,36 @@ class RedriveReport:
     to_move: int | None = None
     #: FIFO loop: messages behind ones not selected in their group, which no receive could reach.
     held_back: int = 0
+    #: (message id, source queue ARN) of messages another queue's redrive policy moved to the DLQ:
+    #: left there, never sent to the pipeline's queue.
+    from_other_queues: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def complete(self) -> bool:
         """Whether everything selected was moved (a move task: it completed)."""
         return not self.failed and self.task_status in (None, "COMPLETED")
+
+
+def other_source_queues(sqs: SQSClient, dead_letter_queue_url: str, queue_url: str) -> list[str]:
+    """The URLs of the queues other than ``queue_url`` whose redrive policy names the DLQ.
+
+    A move task moves every message of the DLQ, so while this is not empty a redrive must use the loop,
+    which leaves their messages where they are.
+
+    Raises:
+        ClientError, BotoCoreError: the list could not be read (then nothing is known).
+    """
+    others: list[str] = []
+    for page in sqs.get_paginator("list_dead_letter_source_queues").paginate(QueueUrl=dead_letter_queue_url):
+        others.extend(
+            url for url in page.get("queueUrls", []) if _account_and_name(url) != _account_and_name(queue_url)
+        )
+    return others
+
+
+def _account_and_name(queue_url: str) -> list[str]:
+    """A queue URL's last two path parts (account, name): the same queue whatever the endpoint's host."""
+    return queue_url.rstrip("/").split("/")[-2:]
 
 
 def start_move_task(sqs: SQSClient, source_arn: str, destination_arn: str, rate: int | None = None) -> str:
@@ -545,10 +617,12 @@ def redrive_loop(
     the consumer records an event once. Whatever the loop received and did not delete is made
     visible again when it ends, also when it ends by an exception, so a rerun moves what is left.
     ``selection`` (e.g. error code ``MAX_RECEIVES``) picks the messages to move; the others stay.
-    ``on_moved`` gets the running total after each batch.
+    A message another queue's redrive policy moved to the DLQ is never moved (whatever the selection):
+    it stays and is listed in ``from_other_queues``. ``on_moved`` gets the running total after each batch.
     """
     report = RedriveReport(method="loop")
     fifo = queue_url.endswith(".fifo")
+    own_arn = queue_arn(sqs, queue_url)
     # MessageIds of the copies this run sent to the queue.
     copies: set[str] = set()
 
@@ -563,9 +637,20 @@ def redrive_loop(
     with _Sweep(sqs, dead_letter_queue_url, wait_seconds=wait_seconds, identity_fields=identity_fields) as sweep:
         for batch in sweep.batches(budget):
             later = [letter for letter in batch if came_back(letter)]
-            chosen = [letter for letter in batch if letter not in later and selection.matches(letter)]
+            foreign = [letter for letter in batch if letter not in later and letter.from_another_queue(own_arn)]
+            chosen = [
+                letter
+                for letter in batch
+                if letter not in later and letter not in foreign and selection.matches(letter)
+            ]
             report.arrived_later += len(later)
-            report.skipped += len(batch) - len(later) - len(chosen)
+            report.from_other_queues.extend((letter.message_id, str(letter.source_queue_arn)) for letter in foreign)
+            report.skipped += len(batch) - len(later) - len(foreign) - len(chosen)
+            # Left in the DLQ (the sweep releases it) and reported with its reason; the others go on.
+            report.failed.extend(
+                (letter.message_id, letter.not_redrivable or "") for letter in chosen if letter.not_redrivable
+            )
+            chosen = [letter for letter in chosen if letter.not_redrivable is None]
             failed_before = len(report.failed)
             for chunk in batch_calls(
                 [(letter, _entry(letter, fifo)) for letter in chosen],

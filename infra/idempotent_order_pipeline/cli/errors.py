@@ -45,6 +45,10 @@ class MoveTaskUnsupportedError(OperationsError):
     """The endpoint does not implement SQS StartMessageMoveTask (moto and other emulators)."""
 
 
+class NotRedrivableError(OperationsError):
+    """A parked message's attributes cannot be sent back as the producer sent them (it stays in the DLQ)."""
+
+
 class CannotResendError(OperationsError):
     """A pending record's order cannot be rebuilt faithfully from its row, so it is not resent."""
 

@@ -33,7 +33,15 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from .contract.errors import ItemTooLargeError, RejectedByStoreError, StoreUnavailableError
 from .contract.message import OrderMessage
-from .contract.names import STATUS_PENDING, STATUS_SENT
+from .contract.names import (
+    EVENT_ID_ATTRIBUTE,
+    PAYLOAD_SHA256_ATTRIBUTE,
+    SENT_AT_ATTRIBUTE,
+    STATUS_ATTRIBUTE,
+    STATUS_PENDING,
+    STATUS_SENT,
+    TTL_ATTRIBUTE,
+)
 from .contract.pending_index import PENDING_SHARD_ATTRIBUTE, PENDING_SINCE_ATTRIBUTE, pending_shard
 from .notifier import Notification
 
@@ -47,9 +55,9 @@ EVENT_IS_NEW = "attribute_not_exists(event_id)"
 ORDER_IS_NEW = "attribute_not_exists(order_id)"
 # Only a pending record of the notified content moves to sent; a failure means another delivery
 # already marked it (or the record is gone), never that a notification is lost.
-EVENT_IS_PENDING_WITH_THIS_CONTENT = "#status = :pending AND payload_sha256 = :sha"
+EVENT_IS_PENDING_WITH_THIS_CONTENT = f"#status = :pending AND {PAYLOAD_SHA256_ATTRIBUTE} = :sha"
 # The sent mark: status, sent time and expiry set, the record leaves the pending index.
-MARK_SENT = f"SET #status = :sent, sent_at = :now, #ttl = :ttl REMOVE {PENDING_SHARD_ATTRIBUTE}"
+MARK_SENT = f"SET #status = :sent, {SENT_AT_ATTRIBUTE} = :now, #ttl = :ttl REMOVE {PENDING_SHARD_ATTRIBUTE}"
 # A record an earlier version left pending under another key than today's (0.1.0 derived keys
 # without escaping): put it in the pending index and drop the ttl 0.1.0 gave it, so it is found by
 # the reconciler and `pending` and never expires while pending.
@@ -58,6 +66,10 @@ ADOPT_PENDING = f"SET {PENDING_SHARD_ATTRIBUTE} = :shard REMOVE #ttl"
 # out of the index, and an expiry if it has none (from now: later than its true sent time, never earlier).
 SENT_STILL_INDEXED = f"#status = :sent AND attribute_exists({PENDING_SHARD_ATTRIBUTE})"
 RELEASE_SENT = f"SET #ttl = if_not_exists(#ttl, :ttl) REMOVE {PENDING_SHARD_ATTRIBUTE}"
+
+# The placeholders of the updates' reserved words. The attributes each update names are listed in
+# ``contract/names.py`` (``MARK_SENT_ATTRIBUTES``, ...), which the functions' IAM conditions allow.
+_RESERVED = {"#status": STATUS_ATTRIBUTE, "#ttl": TTL_ATTRIBUTE}
 
 # Cancellation reason codes (TransactWriteItems), per item.
 _NO_FAILURE = "None"
@@ -211,10 +223,10 @@ class OrderStore:
         try:
             self._client.update_item(
                 TableName=self._events_table,
-                Key={"event_id": {"S": event_id}},
+                Key={EVENT_ID_ATTRIBUTE: {"S": event_id}},
                 UpdateExpression=ADOPT_PENDING,
                 ConditionExpression=EVENT_IS_PENDING_WITH_THIS_CONTENT,
-                ExpressionAttributeNames={"#status": "status", "#ttl": "ttl"},
+                ExpressionAttributeNames=_RESERVED,
                 ExpressionAttributeValues={
                     ":pending": {"S": STATUS_PENDING},
                     ":sha": {"S": payload_sha256},
@@ -240,10 +252,10 @@ class OrderStore:
         try:
             self._client.update_item(
                 TableName=self._events_table,
-                Key={"event_id": {"S": event_id}},
+                Key={EVENT_ID_ATTRIBUTE: {"S": event_id}},
                 UpdateExpression=RELEASE_SENT,
                 ConditionExpression=SENT_STILL_INDEXED,
-                ExpressionAttributeNames={"#status": "status", "#ttl": "ttl"},
+                ExpressionAttributeNames=_RESERVED,
                 ExpressionAttributeValues={
                     ":sent": {"S": STATUS_SENT},
                     ":ttl": {"N": str(int(self._clock()) + self._ttl_seconds)},
@@ -273,10 +285,10 @@ class OrderStore:
         try:
             self._client.update_item(
                 TableName=self._events_table,
-                Key={"event_id": {"S": notification.event_id}},
+                Key={EVENT_ID_ATTRIBUTE: {"S": notification.event_id}},
                 UpdateExpression=MARK_SENT,
                 ConditionExpression=EVENT_IS_PENDING_WITH_THIS_CONTENT,
-                ExpressionAttributeNames={"#status": "status", "#ttl": "ttl"},
+                ExpressionAttributeNames=_RESERVED,
                 ExpressionAttributeValues={
                     ":sent": {"S": STATUS_SENT},
                     ":pending": {"S": STATUS_PENDING},

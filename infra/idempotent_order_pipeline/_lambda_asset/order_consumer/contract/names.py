@@ -5,11 +5,13 @@ the operator CLI and the sandbox, and outside code relies on them too: never ren
 pending index's names are in :mod:`order_consumer.contract.pending_index`, the parking envelope's
 in :mod:`order_consumer.contract.parked`, the metrics' in :mod:`order_consumer.contract.metric_names`.
 
-Standard library only (no imports at all): the Lambda asset ships it, and the construct, the CLI and
-the sandbox import it from the distribution.
+Standard library only (it imports only the pending index's names): the Lambda asset ships it, and
+the construct, the CLI and the sandbox import it from the distribution.
 """
 
 from __future__ import annotations
+
+from .pending_index import PENDING_SHARD_ATTRIBUTE, PENDING_SINCE_ATTRIBUTE
 
 # --- the state record's ``status`` (processed_events) ------------------------------------------------
 
@@ -17,6 +19,58 @@ from __future__ import annotations
 STATUS_PENDING = "pending"
 #: SNS accepted the notification; the record expires with its ``ttl``.
 STATUS_SENT = "sent"
+
+# --- the state record's attributes (processed_events) and what each UpdateItem touches ----------------
+
+#: The table's key.
+EVENT_ID_ATTRIBUTE = "event_id"
+#: :data:`STATUS_PENDING` or :data:`STATUS_SENT` (a reserved word in expressions: always a placeholder).
+STATUS_ATTRIBUTE = "status"
+#: The fingerprint of the order's content; every update is conditional on it or on the status.
+PAYLOAD_SHA256_ATTRIBUTE = "payload_sha256"
+#: When SNS accepted the notification (epoch seconds), set by the sent mark.
+SENT_AT_ATTRIBUTE = "sent_at"
+#: The table's TTL attribute (a reserved word too): set by the sent mark, never on a pending record.
+TTL_ATTRIBUTE = "ttl"
+
+# Every attribute an UpdateItem names (its key, its update and its condition), per call: the
+# construct allows the functions' UpdateItem on exactly these (``dynamodb:Attributes``), and
+# tests/infra/test_write_permissions.py checks every UpdateItem the consumer and the reconciler
+# make against the synthesized policies. A new attribute in an expression goes here first.
+#: The sent mark (``OrderStore.mark_sent``; consumer and reconciler).
+MARK_SENT_ATTRIBUTES = (
+    EVENT_ID_ATTRIBUTE,
+    STATUS_ATTRIBUTE,
+    PAYLOAD_SHA256_ATTRIBUTE,
+    SENT_AT_ATTRIBUTE,
+    TTL_ATTRIBUTE,
+    PENDING_SHARD_ATTRIBUTE,
+)
+#: A pending record of an earlier version put into the pending index (``OrderStore.adopt_pending``; consumer).
+ADOPT_PENDING_ATTRIBUTES = (
+    EVENT_ID_ATTRIBUTE,
+    STATUS_ATTRIBUTE,
+    PAYLOAD_SHA256_ATTRIBUTE,
+    TTL_ATTRIBUTE,
+    PENDING_SHARD_ATTRIBUTE,
+)
+#: A sent record still in the pending index released from it (``OrderStore.release_sent``; reconciler).
+RELEASE_SENT_ATTRIBUTES = (EVENT_ID_ATTRIBUTE, STATUS_ATTRIBUTE, TTL_ATTRIBUTE, PENDING_SHARD_ATTRIBUTE)
+#: The keys of the table and of the pending index: the IAM guide asks a ``dynamodb:Attributes``
+#: condition to name every primary key and index key attribute, and these updates add and remove
+#: index entries.
+KEY_ATTRIBUTES = (EVENT_ID_ATTRIBUTE, PENDING_SHARD_ATTRIBUTE, PENDING_SINCE_ATTRIBUTE)
+
+
+def updated_attributes(*calls: tuple[str, ...]) -> tuple[str, ...]:
+    """What a role whose UpdateItems are ``calls`` may name: their attributes and the key attributes, once each."""
+    return tuple(dict.fromkeys(name for call in (*calls, KEY_ATTRIBUTES) for name in call))
+
+
+#: The consumer's UpdateItems: the sent mark, the adoption of an earlier version's pending record.
+CONSUMER_UPDATE_ATTRIBUTES = updated_attributes(MARK_SENT_ATTRIBUTES, ADOPT_PENDING_ATTRIBUTES)
+#: The reconciler's UpdateItems: the sent mark, the release of a sent record still indexed.
+RECONCILER_UPDATE_ATTRIBUTES = updated_attributes(MARK_SENT_ATTRIBUTES, RELEASE_SENT_ATTRIBUTES)
 
 # --- the functions' environment, set by the construct ------------------------------------------------
 

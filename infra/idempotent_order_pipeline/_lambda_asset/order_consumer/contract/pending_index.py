@@ -27,6 +27,10 @@ PENDING_SINCE_ATTRIBUTE = "created_at"
 #: the pipeline's first limit (docs/capacity.md). The reconciler queries every shard each run.
 PENDING_SHARDS = 32
 
+#: The shards of the releases whose reconciler queried fewer (0.2.0: 16, ``"0"`` to ``"15"``). Today's
+#: reads query every shard, so a record on one of theirs is found; theirs never look past their own.
+SHARDS_OF_RELEASE = {"0.2.0": 16}
+
 # What each of the reconciler's reads projects (``order_consumer.pending_records``): its role may
 # read these attributes and no others (``dynamodb:Attributes`` in the construct's reconciliation
 # module; every read names them, so ``dynamodb:Select`` is SPECIFIC_ATTRIBUTES). Key attributes
@@ -54,7 +58,10 @@ def every_shard() -> tuple[str, ...]:
     return tuple(str(shard) for shard in range(PENDING_SHARDS))
 
 
-def pending_shard(event_id: str) -> str:
-    """The index partition of an event: stable, evenly spread, ``"0"`` to ``"31"``."""
+def pending_shard(event_id: str, shards: int = PENDING_SHARDS) -> str:
+    """The index partition of an event: stable, evenly spread, ``"0"`` to ``"31"``.
+
+    ``shards``: another release's count (:data:`SHARDS_OF_RELEASE`), for ``order-pipeline migrate``.
+    """
     digest = hashlib.sha256(event_id.encode("utf-8", "surrogatepass")).digest()
-    return str(int.from_bytes(digest[:4], "big") % PENDING_SHARDS)
+    return str(int.from_bytes(digest[:4], "big") % shards)

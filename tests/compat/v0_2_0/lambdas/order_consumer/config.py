@@ -1,0 +1,49 @@
+"""The consumer's settings, read from the environment the construct sets."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from order_events.errors import ConfigurationError
+from order_events.keys import DEFAULT_IDENTITY_FIELDS, parse_identity_fields
+
+REQUIRED_VARIABLES = ("PROCESSED_EVENTS_TABLE", "ORDER_RECORDS_TABLE", "TOPIC_ARN", "DEAD_LETTER_QUEUE_URL")
+#: Default of ``RECORD_TTL_SECONDS``: 30 days.
+DEFAULT_RECORD_TTL_SECONDS = 30 * 24 * 3600
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the handler needs to know about its resources."""
+
+    processed_events_table: str
+    order_records_table: str
+    topic_arn: str
+    dead_letter_queue_url: str
+    record_ttl_seconds: int = DEFAULT_RECORD_TTL_SECONDS
+    identity_fields: tuple[str, ...] = DEFAULT_IDENTITY_FIELDS
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        """Read the settings; raise ConfigurationError naming every missing or invalid variable."""
+        env = os.environ if environ is None else environ
+        missing = [name for name in REQUIRED_VARIABLES if not env.get(name)]
+        if missing:
+            raise ConfigurationError(f"missing required environment variable(s): {', '.join(missing)}")
+        raw_ttl = env.get("RECORD_TTL_SECONDS") or str(DEFAULT_RECORD_TTL_SECONDS)
+        if not raw_ttl.isdigit() or int(raw_ttl) <= 0:
+            raise ConfigurationError(f"RECORD_TTL_SECONDS={raw_ttl!r}: expected a positive whole number of seconds")
+        try:
+            identity_fields = parse_identity_fields(env.get("IDENTITY_FIELDS"))
+        except ValueError as exc:
+            raise ConfigurationError(str(exc)) from exc
+        return cls(
+            processed_events_table=env["PROCESSED_EVENTS_TABLE"],
+            order_records_table=env["ORDER_RECORDS_TABLE"],
+            topic_arn=env["TOPIC_ARN"],
+            dead_letter_queue_url=env["DEAD_LETTER_QUEUE_URL"],
+            record_ttl_seconds=int(raw_ttl),
+            identity_fields=identity_fields,
+        )

@@ -1,0 +1,189 @@
+"""Reading the pending index: one shard's page of candidates, then consistent reads of what it lists.
+
+The index (:mod:`order_consumer.pending_index`) is only a finder: a GSI is eventually consistent, so
+an entry may lag the table. Every entry is read again from the table, consistently, before
+anything is done with it; the order rows are read the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any, cast
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from order_consumer.pending_index import PENDING_INDEX_NAME, PENDING_SHARD_ATTRIBUTE, PENDING_SINCE_ATTRIBUTE
+from order_events.errors import StoreUnavailableError
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+
+#: The one status a record found through the index must still have (the store's ``STATUS_PENDING``).
+STATUS_PENDING = "pending"
+#: BatchGetItem's limit, and how often its unprocessed keys are tried again within one call.
+MAX_BATCH_GET_KEYS = 100
+BATCH_GET_ATTEMPTS = 3
+
+# --- Conditions ------------------------------------------------------------------------------------
+# The shard's entries created before the cutoff: pending for longer than the threshold.
+PENDING_IN_SHARD_BEFORE = "#shard = :shard AND #since < :before"
+
+
+@dataclass(frozen=True)
+class IndexEntry:
+    """One record the index lists (keys only): possibly stale, since a GSI is eventually consistent."""
+
+    event_id: str
+    created_at: int
+
+
+@dataclass(frozen=True)
+class IndexPage:
+    """Up to ``limit`` entries of one shard, oldest first, and where the next page starts (None: last)."""
+
+    entries: tuple[IndexEntry, ...]
+    next_key: Mapping[str, Any] | None
+
+
+@dataclass(frozen=True)
+class PendingRecord:
+    """A record read with a consistent read and found ``pending``: what its notification needs."""
+
+    event_id: str
+    order_id: str
+    payload_sha256: str
+    created_at: int
+
+
+@dataclass(frozen=True)
+class OrderRow:
+    """The identity part of an order row: which event wrote it and its fingerprint."""
+
+    event_id: str
+    payload_sha256: str
+
+
+def _text(item: Mapping[str, Any], name: str) -> str:
+    return str(item.get(name, {}).get("S", ""))
+
+
+def _number(item: Mapping[str, Any], name: str) -> int:
+    return int(Decimal(item.get(name, {}).get("N", "0")))
+
+
+class PendingIndex:
+    """Reads the index and confirms what it lists with consistent reads. Thread-safe."""
+
+    def __init__(self, *, client: DynamoDBClient, processed_events_table: str, order_records_table: str) -> None:
+        self._client = client
+        self._events_table = processed_events_table
+        self._orders_table = order_records_table
+
+    def page(
+        self, shard: str, *, created_before: float, start_key: Mapping[str, Any] | None = None, limit: int = 100
+    ) -> IndexPage:
+        """One page of the shard's entries created before ``created_before`` (epoch seconds), oldest first.
+
+        Raises:
+            StoreUnavailableError: the query failed; nothing was read.
+        """
+        request: dict[str, Any] = {
+            "TableName": self._events_table,
+            "IndexName": PENDING_INDEX_NAME,
+            "KeyConditionExpression": PENDING_IN_SHARD_BEFORE,
+            "ExpressionAttributeNames": {"#shard": PENDING_SHARD_ATTRIBUTE, "#since": PENDING_SINCE_ATTRIBUTE},
+            "ExpressionAttributeValues": {":shard": {"S": shard}, ":before": {"N": f"{created_before:.3f}"}},
+            "ScanIndexForward": True,
+            "Limit": limit,
+        }
+        if start_key is not None:
+            request["ExclusiveStartKey"] = start_key
+        try:
+            response = self._client.query(**request)
+        except (ClientError, BotoCoreError) as exc:
+            raise StoreUnavailableError(f"DynamoDB failed the pending-index query of shard {shard}: {exc}") from exc
+        entries = tuple(
+            IndexEntry(event_id=_text(item, "event_id"), created_at=_number(item, PENDING_SINCE_ATTRIBUTE))
+            for item in response.get("Items", [])
+        )
+        return IndexPage(entries=entries, next_key=response.get("LastEvaluatedKey"))
+
+    def read_pending(self, event_ids: Sequence[str]) -> tuple[list[PendingRecord], set[str]]:
+        """The records of ``event_ids`` still ``pending`` (consistent reads), and the ids left unread.
+
+        An id in neither is no longer pending (a delivery marked it sent) or gone.
+
+        Raises:
+            StoreUnavailableError: a call failed.
+        """
+        items, unread = self._batch_get(
+            self._events_table,
+            "event_id",
+            event_ids,
+            projection="event_id, #status, order_id, payload_sha256, created_at",
+            names={"#status": "status"},
+        )
+        records = [
+            PendingRecord(
+                event_id=_text(item, "event_id"),
+                order_id=_text(item, "order_id"),
+                payload_sha256=_text(item, "payload_sha256"),
+                created_at=_number(item, PENDING_SINCE_ATTRIBUTE),
+            )
+            for item in items
+            if _text(item, "status") == STATUS_PENDING
+        ]
+        return records, unread
+
+    def read_order_rows(self, order_ids: Sequence[str]) -> tuple[dict[str, OrderRow], set[str]]:
+        """The rows of ``order_ids`` that exist (consistent reads), by order id, and the ids left unread.
+
+        Raises:
+            StoreUnavailableError: a call failed.
+        """
+        items, unread = self._batch_get(
+            self._orders_table, "order_id", order_ids, projection="order_id, event_id, payload_sha256", names=None
+        )
+        rows = {
+            _text(item, "order_id"): OrderRow(
+                event_id=_text(item, "event_id"), payload_sha256=_text(item, "payload_sha256")
+            )
+            for item in items
+        }
+        return rows, unread
+
+    def _batch_get(
+        self,
+        table: str,
+        key_name: str,
+        keys: Sequence[str],
+        *,
+        projection: str,
+        names: Mapping[str, str] | None,
+    ) -> tuple[list[Mapping[str, Any]], set[str]]:
+        items: list[Mapping[str, Any]] = []
+        unread: set[str] = set()
+        unique = list(dict.fromkeys(keys))
+        for start in range(0, len(unique), MAX_BATCH_GET_KEYS):
+            request: dict[str, Any] = {
+                "Keys": [{key_name: {"S": key}} for key in unique[start : start + MAX_BATCH_GET_KEYS]],
+                "ConsistentRead": True,
+                "ProjectionExpression": projection,
+            }
+            if names:
+                request["ExpressionAttributeNames"] = dict(names)
+            for _attempt in range(BATCH_GET_ATTEMPTS):
+                try:
+                    response = self._client.batch_get_item(RequestItems={table: cast(Any, request)})
+                except (ClientError, BotoCoreError) as exc:
+                    raise StoreUnavailableError(f"DynamoDB failed BatchGetItem on {table}: {exc}") from exc
+                items.extend(response.get("Responses", {}).get(table, []))
+                left = response.get("UnprocessedKeys", {}).get(table)
+                if not left or not left.get("Keys"):
+                    break
+                request = {**request, "Keys": left["Keys"]}
+            else:
+                unread.update(_text(key, key_name) for key in request["Keys"])
+        return items, unread

@@ -1,0 +1,131 @@
+"""Wiring: AWS clients and the pipeline built from the settings (the composition root).
+
+The DynamoDB and SNS clients are created at import, in Lambda's init phase (outside the first
+invocation's timeout; about 0.2-0.3 s of a cold start on the development machine), the SQS client
+only when a record is parked. Settings are still read at the first invocation, so a missing
+variable fails that invocation with a message naming it, never the import; a client that cannot be
+made at import (no region outside Lambda) is made, or fails with its reason, at the first invocation.
+
+Client settings, each measured with ``tests/consumer/client_tuning.py`` (CPU per call against a
+stand-in over real HTTP): standard retries, TCP keepalive and a pool of 12 connections cost the
+same CPU as their alternatives within noise (about 1.55-1.61 ms per call) and are kept for their
+behaviour; turning parameter validation off would save 0.03 ms per transaction and 0.07 ms per
+PublishBatch of 10 (about 1 % of a record's CPU), which does not pay for losing the client-side
+check of every request the tests make, so it stays on.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import boto3
+from botocore.config import Config
+
+from order_consumer.config import Settings
+from order_consumer.dead_letter import DeadLetterQueue
+from order_consumer.notifier import Notifier
+from order_consumer.pipeline import (
+    DEFAULT_MAX_WORKERS,
+    DEFAULT_MIN_REMAINING_MS,
+    DEFAULT_RETURN_MARGIN_MS,
+    OrderPipeline,
+)
+from order_consumer.store import OrderStore
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+    from mypy_boto3_sns.client import SNSClient
+    from mypy_boto3_sqs.client import SQSClient
+
+# Every AWS call is bounded, and the bound fits in the time a record is allowed (from its latest
+# start, DEFAULT_MIN_REMAINING_MS before the deadline, to the batch's return, DEFAULT_RETURN_MARGIN_MS
+# before it): each attempt may take CONNECT_TIMEOUT_S + READ_TIMEOUT_S, and standard retry mode
+# makes at most MAX_ATTEMPTS attempts with one backoff of at most BACKOFF_BOUND_S between them. A
+# read timeout restarts with every byte received, so the batch's own waits bound a trickling answer.
+CONNECT_TIMEOUT_S = 0.25
+READ_TIMEOUT_S = 0.5
+MAX_ATTEMPTS = 2
+#: Standard mode's backoff before the first retry: rand(0, 1) x 1 s after a throttle, x 50 ms otherwise.
+BACKOFF_BOUND_S = 1.0
+#: The worst-case duration of one call (without an ``x-amz-retry-after`` header).
+CALL_BOUND_S = MAX_ATTEMPTS * (CONNECT_TIMEOUT_S + READ_TIMEOUT_S) + BACKOFF_BOUND_S
+#: The time a record is allowed: from its latest start to the batch's return.
+RECORD_ALLOWANCE_S = (DEFAULT_MIN_REMAINING_MS - DEFAULT_RETURN_MARGIN_MS) / 1000
+
+CLIENT_CONFIG = Config(
+    retries={"mode": "standard", "total_max_attempts": MAX_ATTEMPTS},
+    connect_timeout=CONNECT_TIMEOUT_S,
+    read_timeout=READ_TIMEOUT_S,
+    # A connection per worker thread, plus the stage-2 calls that overlap the last transactions.
+    max_pool_connections=DEFAULT_MAX_WORKERS + 2,
+    tcp_keepalive=True,
+)
+
+
+@dataclass(frozen=True)
+class Clients:
+    """The AWS clients the consumer calls; ``sqs`` None means "create it at the first park"."""
+
+    dynamodb: DynamoDBClient
+    sns: SNSClient
+    sqs: SQSClient | None = None
+
+    @classmethod
+    def from_default_session(cls) -> Clients:
+        """New DynamoDB and SNS clients from boto3's default session (``moto.mock_aws()`` started
+        earlier reaches them); the SQS client is left to the first park."""
+        return cls(
+            dynamodb=boto3.client("dynamodb", config=CLIENT_CONFIG), sns=boto3.client("sns", config=CLIENT_CONFIG)
+        )
+
+
+def sqs_client() -> SQSClient:
+    """A new SQS client with the consumer's configuration."""
+    return boto3.client("sqs", config=CLIENT_CONFIG)
+
+
+_init_lock = threading.Lock()
+_init_clients: Clients | None = None
+
+
+def _create_at_import() -> None:
+    """Create the default clients now if the environment allows it (in Lambda it always does)."""
+    global _init_clients
+    try:
+        _init_clients = Clients.from_default_session()
+    except Exception:  # e.g. no region outside Lambda: the first invocation tries again and says why
+        _init_clients = None
+
+
+def default_clients() -> Clients:
+    """The clients made at import, or (if that was not possible) new ones, which raise if they cannot be made."""
+    global _init_clients
+    with _init_lock:
+        if _init_clients is None:
+            _init_clients = Clients.from_default_session()
+        return _init_clients
+
+
+def build_pipeline(settings: Settings, clients: Clients) -> OrderPipeline:
+    """The pipeline for these settings and clients."""
+    sqs = clients.sqs
+    return OrderPipeline(
+        store=OrderStore(
+            client=clients.dynamodb,
+            processed_events_table=settings.processed_events_table,
+            order_records_table=settings.order_records_table,
+            record_ttl_seconds=settings.record_ttl_seconds,
+        ),
+        notifier=Notifier(client=clients.sns, topic_arn=settings.topic_arn),
+        dead_letters=DeadLetterQueue(
+            queue_url=settings.dead_letter_queue_url,
+            client=sqs,
+            client_factory=None if sqs is not None else sqs_client,
+        ),
+        identity_fields=settings.identity_fields,
+    )
+
+
+_create_at_import()
