@@ -37,6 +37,8 @@ from idempotent_order_pipeline import (
     compliance,
     monitoring,
     nag,
+    notifications,
+    order_schema,
     permissions,
     powertools,
     reconciliation,
@@ -44,8 +46,15 @@ from idempotent_order_pipeline import (
     resources,
 )
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract import names
-from idempotent_order_pipeline._lambda_asset.order_consumer.contract.metric_names import OUTCOME_METRICS
-from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_index import PENDING_INDEX_NAME
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.metric_names import (
+    OUTCOME_METRICS,
+    SCHEMA_VIOLATIONS,
+)
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.notification import NotificationFormat
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_index import (
+    ORDER_ROW_ATTRIBUTES,
+    PENDING_INDEX_NAME,
+)
 from idempotent_order_pipeline.discovery import mark as mark_for_discovery
 from idempotent_order_pipeline.props import (
     DEFAULTS,
@@ -299,6 +308,21 @@ class IdempotentOrderPipeline(Construct):
         redelivery of the message can still come, so the reconciler never races one by design.
         The ``pending_too_old`` alarm fires above this plus two runs. Default: None (15 minutes, or
         ``visibility_timeout`` x ``max_receive_count`` when that is longer).
+    :param order_schema: a JSON Schema (a dict; draft 2020-12, draft-07, -06 or -04) every order
+        must match: checked at synth (an invalid schema is a ``ValueError`` naming ``order_schema``
+        and the schema path), compiled into the function's code (no environment size limit), and
+        enforced by the consumer before any write: an order that breaks it is parked in the DLQ at
+        once with ``error_code=SCHEMA_VIOLATION`` (the ``SchemaViolations`` metric and the
+        ``schema_violations`` alarm). The producer client and ``order-pipeline send`` run the same
+        check before sending. Default: None (no schema: any order the message contract accepts).
+    :param notification_attributes: order field paths (``country``, dotted into objects:
+        ``customer.tier``) copied into every notification as SNS message attributes named by the
+        path, for subscription filter policies (:meth:`add_subscription`): String, Number or
+        String.Array (a JSON array); an absent field or one SNS cannot carry is left out. At most 8
+        (SNS delivers 10 to SQS, ``event_id`` and ``order_id`` among them). Default: () (the two ids only).
+    :param notification_body: ``"thin"``: ``{event_id, order_id, payload_sha256}``; ``"order"``: the
+        whole stored order (with those three fields) when the notification fits SNS's 256 KiB, else
+        the thin body. Default: 'thin'.
     :param alarm_action: deprecated, use ``alarm_actions=[aws_cloudwatch_actions.SnsAction(topic)]``
         (a ``DeprecationWarning`` says so); the topic's ``SnsAction`` is added to ``alarm_actions``.
         Default: None.
@@ -357,6 +381,9 @@ class IdempotentOrderPipeline(Construct):
         event_source_metrics: bool = DEFAULTS.event_source_metrics,
         reconcile_every: Duration | None = DEFAULTS.reconcile_every,
         reconcile_after: Duration | None = DEFAULTS.reconcile_after,
+        order_schema: Mapping[str, Any] | None = DEFAULTS.order_schema,
+        notification_attributes: Sequence[str] = DEFAULTS.notification_attributes,
+        notification_body: str = DEFAULTS.notification_body,
         alarm_action: aws_sns.ITopic | None = None,
     ) -> None:
         # Only the parameters are bound yet: locals() holds the props exactly as given.
@@ -464,7 +491,10 @@ class IdempotentOrderPipeline(Construct):
             topic=self.topic,
             processed_events_table=self.processed_events_table,
             order_records_table=self.order_records_table,
-            outcome_metrics={name: self._outcome_metric(name) for name in OUTCOME_METRICS},
+            outcome_metrics={
+                name: self._outcome_metric(name)
+                for name in (*OUTCOME_METRICS, *((SCHEMA_VIOLATIONS,) if self._props.order_schema is not None else ()))
+            },
             event_source_metrics={
                 name: monitoring.event_source_metric(self._event_source.event_source_mapping_id, name)
                 for name in (monitoring.EVENT_SOURCE_METRICS if self._props.event_source_metrics else ())
@@ -592,7 +622,7 @@ class IdempotentOrderPipeline(Construct):
             "runtime": aws_lambda.Runtime.PYTHON_3_14,
             "architecture": aws_lambda.Architecture.ARM_64,
             "handler": asset.HANDLER,
-            "code": asset.lambda_code(),
+            "code": self._function_code(),
             "layers": [layer],
             "memory_size": props.memory_size,
             "timeout": props.function_timeout,
@@ -625,6 +655,13 @@ class IdempotentOrderPipeline(Construct):
         function.add_event_source(self._event_source)
         self._acknowledge_findings(function, role)
         return function
+
+    def _function_code(self) -> aws_lambda.Code:
+        """The consumer's asset; with ``order_schema``, a copy that carries the schema's generated validator."""
+        if self._props.order_schema is None:
+            return asset.lambda_code()
+        directory = order_schema.asset_directory(self._props.order_schema)
+        return aws_lambda.Code.from_asset(str(directory), exclude=list(asset.ASSET_EXCLUDES))
 
     def _queue_without_key(self) -> aws_sqs.IQueue:
         """The queue as the event source sees it: without its key, so that the event source's grant
@@ -705,6 +742,7 @@ class IdempotentOrderPipeline(Construct):
             metrics_namespace=props.metrics_namespace,
             service_name=self._service_name,
             alarm_factory=self.alarm_factory,
+            order_row_attributes=self.notification_format.row_attributes(ORDER_ROW_ATTRIBUTES),
             tracing=props.tracing,
             vpc=props.vpc,
             vpc_subnets=props.vpc_subnets,
@@ -726,7 +764,30 @@ class IdempotentOrderPipeline(Construct):
             names.IDENTITY_FIELDS_VARIABLE: ",".join(props.identity_field_names),
             "POWERTOOLS_SERVICE_NAME": self._service_name,
             "POWERTOOLS_METRICS_NAMESPACE": props.metrics_namespace,
+            **self._notification_environment(),
         }
+
+    def _notification_environment(self) -> dict[str, str]:
+        """The notification variables, only when a prop differs from its default (a default pipeline's
+        template stays as it was)."""
+        props = self._props
+        variables = {}
+        if props.notification_attributes:
+            variables[names.NOTIFICATION_ATTRIBUTES_VARIABLE] = self.notification_format.attributes_text()
+        if props.notification_body != DEFAULTS.notification_body:
+            variables[names.NOTIFICATION_BODY_VARIABLE] = props.notification_body
+        return variables
+
+    @property
+    def order_schema(self) -> Mapping[str, Any] | None:
+        """The ``order_schema`` prop (None: the pipeline has none)."""
+        return self._props.order_schema
+
+    @property
+    def notification_format(self) -> NotificationFormat:
+        """What the notifications carry: the ``notification_attributes`` and ``notification_body`` props."""
+        props = self._props
+        return NotificationFormat(attributes=tuple(props.notification_attributes), body=props.notification_body)
 
     def _acknowledge_findings(self, function: aws_lambda.Function, role: aws_iam.Role) -> None:
         """cdk-nag findings this construct's design answers (each reason is in docs/compliance.md too)."""
@@ -825,13 +886,31 @@ class IdempotentOrderPipeline(Construct):
         """
         return permissions.grant_subscribe(grantee, topic=self.topic)
 
-    def add_subscription(self, subscription: aws_sns.ITopicSubscription) -> aws_sns.Subscription:
+    def add_subscription(
+        self,
+        subscription: aws_sns.ITopicSubscription,
+        *,
+        filter_policy: Mapping[str, Any] | None = None,
+        filter_policy_scope: str = notifications.ATTRIBUTES_SCOPE,
+    ) -> aws_sns.Subscription:
         """Subscribe an endpoint (``aws_sns_subscriptions.SqsSubscription(queue)``, ...) to the notifications.
 
         With ``fifo=True`` only SQS queues (FIFO or standard) can be subscribed: SNS FIFO topics
         deliver to nothing else, so anything else is a ``ValueError`` here (and a synth error when
         added to ``topic`` directly).
+
+        :param filter_policy: an SNS filter policy as its JSON (a dict), e.g.
+            ``{"country": ["DE"]}`` or ``{"total": [{"numeric": [">", 1000]}]}``: the endpoint gets only
+            the notifications that match. On attributes (the default scope) it may name ``event_id``,
+            ``order_id`` and the ``notification_attributes``; on the body (``filter_policy_scope=
+            "MessageBody"``) the body's fields, which are the order's with ``notification_body="order"``.
+            Anything else is a ``ValueError``: a policy on a field never sent matches nothing.
+            Default: None (every notification).
+        :param filter_policy_scope: ``"MessageAttributes"`` or ``"MessageBody"``. Default: "MessageAttributes".
         """
+        problems = notifications.filter_policy_problems(filter_policy, filter_policy_scope, self.notification_format)
+        if problems:
+            raise ValueError(f"add_subscription({type(subscription).__name__}): {'; '.join(problems)}")
         added = self.topic.add_subscription(subscription)
         cfn_subscription = added.node.default_child
         assert isinstance(cfn_subscription, aws_sns.CfnSubscription)
@@ -840,6 +919,14 @@ class IdempotentOrderPipeline(Construct):
                 f"add_subscription({type(subscription).__name__}): protocol {cfn_subscription.protocol!r} on a FIFO "
                 "pipeline; an SNS FIFO topic delivers only to SQS queues (FIFO or standard)"
             )
+        if filter_policy is not None:
+            if cfn_subscription.filter_policy is not None:
+                raise ValueError(
+                    f"add_subscription({type(subscription).__name__}): the subscription has a filter policy of its "
+                    "own; pass it here or there, not both"
+                )
+            cfn_subscription.filter_policy = dict(filter_policy)
+            cfn_subscription.filter_policy_scope = filter_policy_scope
         return added
 
     # ---- metrics ---------------------------------------------------------------------------------
@@ -884,6 +971,10 @@ class IdempotentOrderPipeline(Construct):
     def metric_invalid_messages(self, **options: Unpack[MetricOptions]) -> aws_cloudwatch.Metric:
         """Messages the handler can never accept (parked in the DLQ)."""
         return self._outcome_metric("InvalidMessages", **options)
+
+    def metric_schema_violations(self, **options: Unpack[MetricOptions]) -> aws_cloudwatch.Metric:
+        """Orders that break ``order_schema`` (parked in the DLQ with ``SCHEMA_VIOLATION``; emitted with a schema)."""
+        return self._outcome_metric(SCHEMA_VIOLATIONS, **options)
 
     def metric_transient_failures(self, **options: Unpack[MetricOptions]) -> aws_cloudwatch.Metric:
         """Records reported back to SQS for redelivery (throttles, conflicts between transactions, ...)."""

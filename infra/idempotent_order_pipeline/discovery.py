@@ -10,6 +10,12 @@ pipeline is: its template (``GetTemplate``) holds the marks by logical id, its r
 (``ListStackResources``) the physical ids. No output, export or tag is needed, so any number of
 pipelines fit in one stack, and an app names its outputs as it likes.
 
+A pipeline with an ``order_schema`` carries the schema in its function's mark too
+(``"order_schema": {...}``): the producer client and ``order-pipeline send`` check orders against it
+before sending. The template is where it fits: the CLI reads it already, a template holds up to
+1 MB (a stack output 1,024 characters, a tag 256, an SSM parameter 8 KB), and the function's
+asset (the same schema, compiled) could only be read through a code download URL.
+
 :func:`mark` runs at synth (called once by the construct); :func:`pipelines_in` reads a deployed
 template on the operator's side and imports nothing of the CDK.
 """
@@ -25,6 +31,8 @@ if TYPE_CHECKING:
 
 #: The resource metadata key (one per marked resource).
 METADATA_KEY = "idempotent_order_pipeline"
+#: The function's mark holds the pipeline's ``order_schema`` under this key (absent: no schema).
+ORDER_SCHEMA_KEY = "order_schema"
 #: The marked roles: construct attribute -> what its CloudFormation physical id is.
 ROLES: Mapping[str, str] = {
     "queue": "queue URL",
@@ -40,13 +48,17 @@ def mark(pipeline: IdempotentOrderPipeline) -> None:
     """Add the discovery metadata to the pipeline's queue, DLQ, tables, topic and function."""
     stack_path = _stack_path(pipeline)
     path = pipeline.node.path.removeprefix(f"{stack_path}/") if stack_path else pipeline.node.path
+    schema = pipeline.order_schema
     for role in ROLES:
         resource = getattr(pipeline, role).node.default_child
         if resource is None:
             # An existing resource handed in (``existing_queue=...``): it lives elsewhere, so the
             # operator CLI finds it through the function's environment and event source instead.
             continue
-        resource.add_metadata(METADATA_KEY, {"pipeline": path, "role": role})
+        marked: dict[str, Any] = {"pipeline": path, "role": role}
+        if role == "function" and schema is not None:
+            marked[ORDER_SCHEMA_KEY] = dict(schema)
+        resource.add_metadata(METADATA_KEY, marked)
 
 
 def _stack_path(pipeline: IdempotentOrderPipeline) -> str:
@@ -62,6 +74,8 @@ class DiscoveredPipeline:
     path: str
     physical_ids: Mapping[str, str] = field(default_factory=dict)
     logical_ids: Mapping[str, str] = field(default_factory=dict)
+    #: The pipeline's ``order_schema`` (None: it has none).
+    order_schema: Mapping[str, Any] | None = None
 
     @property
     def construct_id(self) -> str:
@@ -107,6 +121,7 @@ def pipelines_in(template: Mapping[str, Any], physical_ids: Mapping[str, str]) -
     the stack did not create (yet) is left out of ``physical_ids`` but kept in ``logical_ids``.
     """
     found: dict[str, tuple[dict[str, str], dict[str, str]]] = {}
+    schemas: dict[str, Mapping[str, Any]] = {}
     for logical_id, resource in (template.get("Resources") or {}).items():
         metadata = resource.get("Metadata") if isinstance(resource, Mapping) else None
         marked = metadata.get(METADATA_KEY) if isinstance(metadata, Mapping) else None
@@ -116,10 +131,12 @@ def pipelines_in(template: Mapping[str, Any], physical_ids: Mapping[str, str]) -
         if not isinstance(path, str):
             continue
         physical, logical = found.setdefault(path, ({}, {}))
+        if role == "function" and isinstance(marked.get(ORDER_SCHEMA_KEY), Mapping):
+            schemas[path] = marked[ORDER_SCHEMA_KEY]
         logical[role] = logical_id
         if logical_id in physical_ids:
             physical[role] = physical_ids[logical_id]
     return [
-        DiscoveredPipeline(path=path, physical_ids=physical, logical_ids=logical)
+        DiscoveredPipeline(path=path, physical_ids=physical, logical_ids=logical, order_schema=schemas.get(path))
         for path, (physical, logical) in sorted(found.items())
     ]

@@ -51,7 +51,10 @@ ALARM_KEYS = (
     "pending_too_old",  # the reconciler's (reconciliation.py), with reconcile_every set
     "messages_polled_not_deleted",  # the event source mapping's, with event_source_metrics
     "reconciler_errors",  # the reconciler's, with reconcile_every set
+    "schema_violations",  # with order_schema set
 )
+#: The alarms only a pipeline with an ``order_schema`` has.
+SCHEMA_ALARM_KEYS = ("schema_violations",)
 #: The event source mapping's EventCount metrics for an SQS source (namespace AWS/Lambda, dimension
 #: EventSourceMappingUUID), published with ``event_source_metrics`` (billed as custom metrics).
 EVENT_SOURCE_METRICS = (
@@ -330,6 +333,14 @@ def create_alarms(
         outcome["InvalidMessages"],
         description="A producer sent a message the consumer cannot accept; it is in the DLQ.",
     )
+    if "SchemaViolations" in outcome:
+        alarm(
+            "schema_violations",
+            "SchemaViolationsAlarm",
+            outcome["SchemaViolations"],
+            description="An order broke the pipeline's order_schema; it is in the DLQ with SCHEMA_VIOLATION (the "
+            "producer skipped its check, or the schema changed under it).",
+        )
     alarm(
         "notifications_failed",
         "NotificationsFailedAlarm",

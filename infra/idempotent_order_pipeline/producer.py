@@ -27,6 +27,7 @@ derive_event_id``.
 
 from __future__ import annotations
 
+import json
 import random
 import threading
 import time
@@ -44,8 +45,10 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.contract.batching im
     sqs_text,
 )
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.message import ORDER_ID_FIELD, parse_order_message
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.order_schema import OrderSchema
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.sns_ids import sns_deduplication_id, sns_group_id
-from idempotent_order_pipeline.errors import InvalidMessageError, OrderSendError, PermanentError
+from idempotent_order_pipeline.discovery import pipelines_in, select
+from idempotent_order_pipeline.errors import InvalidMessageError, OrderSendError, PermanentError, SchemaViolationError
 from idempotent_order_pipeline.keys import (
     DEFAULT_IDENTITY_FIELDS,
     EVENT_ID_FIELD,
@@ -55,14 +58,17 @@ from idempotent_order_pipeline.keys import (
     payload_sha256,
     resolve_event_id,
 )
+from idempotent_order_pipeline.order_schema import compile_order_schema
 
 __all__ = [
     "InvalidMessageError",
     "OrderPublisher",
     "OrderSendError",
     "PreparedOrder",
+    "SchemaViolationError",
     "SendResult",
     "canonical_json",
+    "deployed_order_schema",
     "derive_event_id",
     "encode_body",
     "payload_sha256",
@@ -70,6 +76,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from mypy_boto3_cloudformation.client import CloudFormationClient
     from mypy_boto3_sqs.client import SQSClient
     from mypy_boto3_sqs.type_defs import MessageAttributeValueTypeDef, SendMessageBatchRequestEntryTypeDef
 
@@ -179,6 +186,32 @@ class SendResult:
         )
 
 
+def deployed_order_schema(
+    stack_name: str, *, pipeline: str | None = None, cloudformation: CloudFormationClient | None = None
+) -> Mapping[str, Any] | None:
+    """The ``order_schema`` of a deployed pipeline, for ``OrderPublisher(order_schema=...)``; None if it has none.
+
+    Found as the operator CLI finds it: in the function's discovery mark of the stack's template
+    (:mod:`idempotent_order_pipeline.discovery`). ``pipeline`` selects one of several pipelines (its
+    path in the stack, or its construct id). Needs ``cloudformation:GetTemplate`` on the stack.
+
+    Raises:
+        ValueError: the stack holds no pipeline, or several and ``pipeline`` names not exactly one.
+    """
+    client = cloudformation or boto3.client("cloudformation", config=CLIENT_CONFIG)
+    body: Any = client.get_template(StackName=stack_name, TemplateStage="Original")["TemplateBody"]
+    template = json.loads(body) if isinstance(body, str) else body
+    found = pipelines_in(template if isinstance(template, Mapping) else {}, {})
+    chosen = select(found, pipeline) if pipeline is not None else found
+    if len(chosen) != 1:
+        paths = ", ".join(p.path for p in found) or "none"
+        raise ValueError(
+            f"stack {stack_name!r}: pipeline={pipeline!r} names {len(chosen)} of its pipelines ({paths}); "
+            "pass pipeline= with one path"
+        )
+    return chosen[0].order_schema
+
+
 def _refused(index: int, order: object, error: str, error_code: str) -> SendResult:
     """The result of an order refused before sending (its ``order_id`` when it has a string one)."""
     try:
@@ -214,6 +247,9 @@ class OrderPublisher:
         identity_fields: the fields hashed into the key of an order without ``event_id``; use the
             consumer's ``IDENTITY_FIELDS`` so that both sides derive the same key.
         client: an SQS client; by default one is created from boto3's default session at first use.
+        order_schema: the pipeline's ``order_schema`` (a JSON Schema dict, or one compiled by
+            :func:`idempotent_order_pipeline.order_schema.compile_order_schema`): orders that break it
+            are refused before sending. Default: None (the message contract only).
         max_attempts: SendMessageBatch calls per chunk of 10 before the entries still failing are
             given up (reported with ``GAVE_UP``).
         sleep: how to wait between attempts (tests pass a fake).
@@ -229,6 +265,7 @@ class OrderPublisher:
         backoff_base_seconds: float = DEFAULT_BACKOFF_BASE_SECONDS,
         backoff_cap_seconds: float = DEFAULT_BACKOFF_CAP_SECONDS,
         sleep: Callable[[float], None] = time.sleep,
+        order_schema: Mapping[str, Any] | OrderSchema | None = None,
     ) -> None:
         if max_attempts < 1:
             raise ValueError(f"max_attempts={max_attempts!r}: expected at least 1")
@@ -243,6 +280,7 @@ class OrderPublisher:
         self._backoff_base = backoff_base_seconds
         self._backoff_cap = backoff_cap_seconds
         self._sleep = sleep
+        self._schema = order_schema if not isinstance(order_schema, Mapping) else compile_order_schema(order_schema)
 
     @property
     def client(self) -> SQSClient:
@@ -263,17 +301,20 @@ class OrderPublisher:
         Raises:
             InvalidMessageError: the consumer would park this order in the DLQ (the message says why).
             ItemTooLargeError: its order row would exceed DynamoDB's 400 KB item limit.
+            SchemaViolationError: the order breaks the pipeline's ``order_schema`` (the consumer's message).
         """
         if not isinstance(order, Mapping):
             raise InvalidMessageError(f"an order must be a JSON object, got {type(order).__name__}")
         event_id = resolve_event_id(order, None, self.identity_fields)
         body = encode_body({**order, EVENT_ID_FIELD: event_id})
-        # The consumer's own check, on the exact message it will receive.
+        # The consumer's own checks, in its order, on the exact message it will receive.
         message = parse_order_message(
             body,
             {IDEMPOTENCY_KEY_ATTRIBUTE: {"dataType": "String", "stringValue": event_id}},
             self.identity_fields,
         )
+        if self._schema is not None:
+            self._schema.check(body)
         return PreparedOrder(event_id=message.event_id, order_id=message.order_id, body=body)
 
     def _fifo_parameters(self, prepared: PreparedOrder) -> dict[str, str]:

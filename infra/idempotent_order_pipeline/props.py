@@ -29,6 +29,7 @@ from aws_cdk import (
 
 from idempotent_order_pipeline import monitoring
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.batching import MAX_MESSAGE_BYTES
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.notification import BODY_THIN
 from idempotent_order_pipeline.keys import DEFAULT_IDENTITY_FIELDS, parse_identity_fields
 from idempotent_order_pipeline.reconciliation import ALARM_RUNS_OF_MARGIN
 
@@ -123,6 +124,10 @@ class PipelineProps:
     event_source_metrics: bool = True
     reconcile_every: Duration | None = Duration.minutes(5)
     reconcile_after: Duration | None = None
+    #: A JSON Schema as a dict: checked at synth, compiled into the function's asset (order_schema.py).
+    order_schema: Mapping[str, Any] | None = None
+    notification_attributes: Sequence[str] = ()
+    notification_body: str = BODY_THIN
 
     @property
     def identity_field_names(self) -> tuple[str, ...]:
@@ -228,6 +233,9 @@ _ALLOWED_TYPE_TEXT = {
     "event_source_metrics": "True or False",
     "memory_size": "an int (MB)",
     "identity_fields": "a sequence of field names, e.g. ('order_id',), not a string",
+    "order_schema": "a JSON Schema as a dict, or None",
+    "notification_attributes": "a sequence of field paths, e.g. ('country', 'customer.tier'), not a string",
+    "notification_body": "'thin' or 'order'",
     "function_timeout": "a Duration, e.g. Duration.seconds(30)",
     "retention_period": "a Duration, e.g. Duration.days(4)",
     "record_retention": "a Duration, e.g. Duration.days(30)",
@@ -323,7 +331,20 @@ def validate(props: PipelineProps, findings: Findings | None = None) -> Findings
     _check_network(props, findings)
     _check_scaling(props, findings)
     _check_reconciliation(props, findings)
+    _check_order_contract(props, findings)
     return findings
+
+
+def _check_order_contract(props: PipelineProps, findings: Findings) -> None:
+    """``order_schema`` (valid, compilable) and the notification props (SNS's rules, and the schema's where it says)."""
+    from idempotent_order_pipeline import notifications, order_schema  # jsonschema only when a schema is given
+
+    schema_errors = order_schema.schema_problems(props.order_schema) if props.order_schema is not None else []
+    findings.errors.extend(schema_errors)
+    schema = props.order_schema if props.order_schema is not None and not schema_errors else None
+    findings.errors.extend(
+        notifications.attribute_problems(props.notification_attributes, props.notification_body, schema)
+    )
 
 
 def _check_batching(props: PipelineProps, findings: Findings) -> None:

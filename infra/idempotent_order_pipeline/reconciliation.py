@@ -129,6 +129,7 @@ class Reconciliation(Construct):
         vpc: aws_ec2.IVpc | None = None,
         vpc_subnets: aws_ec2.SubnetSelection | None = None,
         security_groups: Sequence[aws_ec2.ISecurityGroup] | None = None,
+        order_row_attributes: Sequence[str] | None = ORDER_ROW_ATTRIBUTES,
     ) -> None:
         super().__init__(scope, construct_id)
         self._namespace = metrics_namespace
@@ -150,7 +151,7 @@ class Reconciliation(Construct):
             description="Reconciler of the idempotent order pipeline (least privilege, no managed policies).",
         )
         for statement in self._statements(
-            log_group, processed_events_table, order_records_table, topic, encryption_key
+            log_group, processed_events_table, order_records_table, topic, encryption_key, order_row_attributes
         ):
             role.add_to_principal_policy(statement)
         if vpc is not None:
@@ -225,6 +226,7 @@ class Reconciliation(Construct):
         order_records: aws_dynamodb.ITable,
         topic: aws_sns.ITopic,
         encryption_key: aws_kms.IKey | None,
+        order_row_attributes: Sequence[str] | None = ORDER_ROW_ATTRIBUTES,
     ) -> list[aws_iam.PolicyStatement]:
         """Exactly the reconciler's calls: find, confirm, publish, mark; nothing writes an order row."""
         statements = [
@@ -245,11 +247,13 @@ class Reconciliation(Construct):
                 resources=[processed_events.table_arn],
                 conditions=_only_attributes(PENDING_RECORD_ATTRIBUTES),
             ),
+            # The identity part of the row, plus the fields its notification carries (notification_attributes),
+            # or the whole row when the notification is the order (notification_body="order").
             aws_iam.PolicyStatement(
-                sid="ReadOrderRowIdentities",
+                sid="ReadOrderRowIdentities" if order_row_attributes == ORDER_ROW_ATTRIBUTES else "ReadOrderRows",
                 actions=["dynamodb:BatchGetItem"],
                 resources=[order_records.table_arn],
-                conditions=_only_attributes(ORDER_ROW_ATTRIBUTES),
+                conditions=_only_attributes(order_row_attributes) if order_row_attributes is not None else None,
             ),
             aws_iam.PolicyStatement(
                 sid="MarkEventsSent",

@@ -46,6 +46,10 @@ could provide it. With the fix, names under :data:`SEEDABLE_PARAMETER_PREFIX` on
 (the same validation and versioning, through moto's own method under a stand-in name), so the
 sandbox publishes its local layer's ARN there before ``cdk deploy``, as Powertools does in AWS.
 
+6. CloudFormation for real apps (change sets per stack, rollback of a failed deploy, exports and
+imports, FIFO names, ``AWS::SNS::Subscription``, unsupported types refused, event source mappings
+deleted with their stack): :mod:`.moto_cloudformation`, installed by :func:`apply` too.
+
 Apply the fixes only in the sandbox and in test set-ups (``apply()`` before ``mock_aws()`` or
 before the server starts); :func:`revert` restores moto's methods.
 """
@@ -76,6 +80,8 @@ from moto.dynamodb.models.dynamo_type import DynamoType, Item
 from moto.dynamodb.models.table import Table
 from moto.sqs import models as sqs_models
 from moto.ssm.models import SimpleSystemManagerBackend
+
+from order_pipeline_sandbox import moto_cloudformation
 
 #: The moto version whose ``transact_write_items`` this module re-implements. Another version may
 #: have changed the method; re-read it before widening this.
@@ -321,6 +327,7 @@ def apply() -> None:
         cloudformation_parsing.clean_json = clean_json
         vars(sqs_models).update(unix_time=sqs_unix_time, unix_time_millis=sqs_unix_time_millis)
         SimpleSystemManagerBackend.put_parameter = put_parameter  # type: ignore[method-assign]
+    moto_cloudformation.apply()
 
 
 def revert() -> None:
@@ -331,6 +338,7 @@ def revert() -> None:
         cloudformation_parsing.clean_json = _ORIGINAL_CLEAN_JSON
         vars(sqs_models).update(unix_time=_ORIGINAL_SQS_UNIX_TIME, unix_time_millis=_ORIGINAL_SQS_UNIX_TIME_MILLIS)
         SimpleSystemManagerBackend.put_parameter = _ORIGINAL_PUT_PARAMETER  # type: ignore[method-assign]
+    moto_cloudformation.revert()
 
 
 def is_applied() -> bool:
@@ -341,4 +349,5 @@ def is_applied() -> bool:
         and cloudformation_parsing.clean_json is clean_json
         and vars(sqs_models)["unix_time_millis"] is sqs_unix_time_millis
         and SimpleSystemManagerBackend.put_parameter is put_parameter
+        and moto_cloudformation.is_applied()
     )

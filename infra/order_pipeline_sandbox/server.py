@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 import os
 import signal
 import subprocess
@@ -40,7 +41,7 @@ from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoReque
 from moto.sqs.models import Queue
 from werkzeug.serving import BaseWSGIServer, make_server
 
-from order_pipeline_sandbox import moto_patches
+from order_pipeline_sandbox import moto_cloudformation, moto_patches
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
@@ -303,7 +304,17 @@ def _package_root() -> str:
     return root if not existing else os.pathsep.join([root, existing])
 
 
+def log_to_stderr() -> None:
+    """What the stand-in's CloudFormation did beyond moto (rollbacks, skipped and refused resources)
+    goes to stderr, which :class:`SandboxServerProcess` writes to its log file, beside moto's own lines."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    moto_cloudformation.LOGGER.addHandler(handler)
+    moto_cloudformation.LOGGER.setLevel(logging.INFO)
+
+
 def _serve(region: str) -> None:
+    log_to_stderr()
     server = SandboxServer(region=region)
     endpoint = server.start()
     stop = threading.Event()

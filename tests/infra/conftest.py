@@ -51,6 +51,19 @@ def cmk_pipeline(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
 
 
 @pytest.fixture(scope="session")
+def schema_pipeline(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
+    """An order schema, notification attributes and the order as the notification body."""
+    from tests.consumer.test_order_schema import ORDER_SCHEMA
+
+    return synth_pipeline(
+        tmp_path_factory.mktemp("schema"),
+        order_schema=ORDER_SCHEMA,
+        notification_attributes=("country", "amount", "customer.tier"),
+        notification_body="order",
+    )
+
+
+@pytest.fixture(scope="session")
 def brownfield_pipeline(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
     """The sandbox's brownfield app: existing queue, DLQ, tables and CMK imported, a VPC with the
     service endpoints, topic and function overrides, reserved concurrency (the e2e test deploys it)."""
@@ -75,6 +88,7 @@ def all_configurations(
     fifo_pipeline: Synthesized,
     cmk_pipeline: Synthesized,
     brownfield_pipeline: Synthesized,
+    schema_pipeline: Synthesized,
     synthesized_app: SynthesizedApp,
 ) -> dict[str, Synthesized]:
     """Every synthesized configuration by name."""
@@ -83,6 +97,7 @@ def all_configurations(
         "fifo": fifo_pipeline,
         "cmk": cmk_pipeline,
         "brownfield": brownfield_pipeline,
+        "schema": schema_pipeline,
         **{f"app-{name}": synthesized for name, synthesized in synthesized_app.stages.items()},
     }
 

@@ -57,6 +57,14 @@ THROWAWAY_APP = textwrap.dedent(
 )
 
 
+def dependency_paths() -> str:
+    """The .pth lines that let a throwaway venv see this interpreter's packages: its site-packages (and any
+    other site-packages directory on its path), never this checkout."""
+    paths = [sysconfig.get_paths()["purelib"]]
+    paths += [entry for entry in sys.path if entry.endswith("site-packages") and entry not in paths]
+    return "".join(f"{path}\n" for path in paths)
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The wheel built from a copy of the distribution's sources."""
@@ -129,7 +137,7 @@ def install_into_empty_venv(wheel: Path, tmp_path: Path) -> InstalledWheel:
         ).stdout.strip()
     )
     # A .pth line adds a directory only: the editable install's own .pth in it is not processed.
-    (venv_site / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    (venv_site / "deps.pth").write_text(dependency_paths())
     subprocess.run(  # noqa: S603
         [sys.executable, "-m", "pip", "--python", python, "install", "--quiet", "--no-deps", wheel],
         check=True,
@@ -197,7 +205,17 @@ SUBSCRIBER_APP = textwrap.dedent(
 
     app = cdk.App(outdir=sys.argv[1])
     stack = cdk.Stack(app, "ShopStack")
-    pipeline = IdempotentOrderPipeline(stack, "Orders")
+    # The pipeline says what an order is and sends country as an attribute, which the subscriber filters on.
+    pipeline = IdempotentOrderPipeline(
+        stack,
+        "Orders",
+        order_schema={
+            "type": "object",
+            "required": ["order_id", "country"],
+            "properties": {"order_id": {"type": "string"}, "country": {"type": "string", "maxLength": 2}},
+        },
+        notification_attributes=["country"],
+    )
     shipping = IdempotentSubscriber(
         stack,
         "Shipping",
@@ -231,6 +249,7 @@ def test_an_app_outside_the_repository_synthesizes_a_filtered_subscriber_that_pa
     wheel: Path, tmp_path: Path
 ) -> None:
     # GIVEN the wheel in an empty virtualenv, and an app with its own handler and a filtered IdempotentSubscriber
+    # on a pipeline with an order_schema and the notification attribute the subscriber filters on
     installed = install_into_empty_venv(wheel, tmp_path)
     app_dir = tmp_path / "shop-app"
     (app_dir / "shipping").mkdir(parents=True)
@@ -281,3 +300,168 @@ def test_an_app_outside_the_repository_synthesizes_a_filtered_subscriber_that_pa
     assert report["skipped_checks"]
     for check in report["skipped_checks"]:
         assert (check["check_id"], check["check_result"]["suppress_comment"]) in shipped, check["resource"]
+
+
+SCHEMA_APP = textwrap.dedent(
+    """
+    import json
+    import sys
+
+    import aws_cdk as cdk
+    from aws_cdk import aws_sns_subscriptions, aws_sqs
+
+    from idempotent_order_pipeline import IdempotentOrderPipeline
+
+    app = cdk.App(outdir=sys.argv[1])
+    stack = cdk.Stack(app, "ShopStack")
+    orders = IdempotentOrderPipeline(
+        stack,
+        "Orders",
+        order_schema=json.loads(sys.argv[2]),
+        notification_attributes=["country", "customer.tier"],
+    )
+    fulfilment = aws_sqs.Queue(stack, "Fulfilment", enforce_ssl=True)
+    orders.add_subscription(aws_sns_subscriptions.SqsSubscription(fulfilment), filter_policy={"country": ["DE"]})
+    app.synth()
+    """
+)
+
+#: Run in the throwaway venv: the consumer loaded from its staged asset (top-level ``order_consumer``, as Lambda
+#: loads it), with the template's environment (each ``Ref`` stands for a resource created here under its logical
+#: id), on moto, with fastjsonschema made unimportable: the asset must need nothing beyond the layer.
+CONSUMER_FROM_ASSET = textwrap.dedent(
+    """
+    import json
+    import os
+    import sys
+
+    sys.modules["fastjsonschema"] = None  # any import of it fails: the asset must not need it
+    asset, variables = sys.argv[1], json.loads(sys.argv[2])
+    sys.path.insert(0, asset)
+    os.environ.update(AWS_DEFAULT_REGION="eu-west-1", AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="x")
+
+    import boto3
+    from moto import mock_aws
+
+    with mock_aws():
+        dynamodb, sns, sqs = boto3.client("dynamodb"), boto3.client("sns"), boto3.client("sqs")
+        refs = {}
+        for name, value in variables.items():
+            if not isinstance(value, dict):
+                continue
+            logical = value["Ref"]
+            if name.endswith("_TABLE"):
+                key = "event_id" if name == "PROCESSED_EVENTS_TABLE" else "order_id"
+                dynamodb.create_table(
+                    TableName=logical,
+                    KeySchema=[{"AttributeName": key, "KeyType": "HASH"}],
+                    AttributeDefinitions=[{"AttributeName": key, "AttributeType": "S"}],
+                    BillingMode="PAY_PER_REQUEST",
+                )
+                refs[name] = logical
+            elif name == "TOPIC_ARN":
+                refs[name] = sns.create_topic(Name=logical)["TopicArn"]
+            else:
+                refs[name] = sqs.create_queue(QueueName=logical)["QueueUrl"]
+        os.environ.update({name: refs.get(name, value) for name, value in variables.items()})
+        subscriber = sqs.create_queue(QueueName="subscriber")["QueueUrl"]
+        subscriber_arn = sqs.get_queue_attributes(QueueUrl=subscriber, AttributeNames=["QueueArn"])["Attributes"]
+        sns.subscribe(TopicArn=os.environ["TOPIC_ARN"], Protocol="sqs", Endpoint=subscriber_arn["QueueArn"])
+
+        from order_consumer import handler
+
+        class Context:
+            function_name, memory_limit_in_mb, aws_request_id = "consumer", 1769, "request"
+            invoked_function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:consumer"
+
+            def get_remaining_time_in_millis(self):
+                return 60_000
+
+        def record(number, body):
+            return {
+                "messageId": f"m-{number}", "receiptHandle": "h", "body": json.dumps(body), "attributes": {},
+                "messageAttributes": {}, "eventSource": "aws:sqs",
+                "eventSourceARN": "arn:aws:sqs:eu-west-1:123456789012:orders",
+            }
+
+        good = {"order_id": "o-1", "amount": 12.5, "country": "DE", "customer": {"id": "c", "tier": "gold"},
+                "items": [{"sku": "A", "quantity": 1}]}
+        response = handler.handler({"Records": [record(1, good), record(2, {**good, "order_id": "o-2", "amount": -1})]},
+                                   Context())
+        parked = sqs.receive_message(QueueUrl=os.environ["DEAD_LETTER_QUEUE_URL"], MessageAttributeNames=["All"])
+        notified = sqs.receive_message(QueueUrl=subscriber)
+        print(json.dumps({
+            "response": response,
+            "parked": [{k: v["StringValue"] for k, v in m["MessageAttributes"].items() if k.startswith("error_")}
+                       for m in parked.get("Messages", [])],
+            "notified": [json.loads(m["Body"]) for m in notified.get("Messages", [])],
+            "fastjsonschema_loaded": sys.modules.get("fastjsonschema") is not None,
+        }))
+    """
+)
+
+
+def test_installed_wheel_with_an_order_schema_ships_a_self_contained_consumer(wheel: Path, tmp_path: Path) -> None:
+    # GIVEN the wheel installed into an empty virtualenv, and an app outside the repo with an order schema,
+    # notification attributes and a subscriber filtering on one of them
+    from tests.consumer.test_order_schema import ORDER_SCHEMA
+
+    installed = install_into_empty_venv(wheel, tmp_path)
+    python, environment = installed.python, installed.environment
+    app_dir = tmp_path / "shop-app"
+    app_dir.mkdir()
+    (app_dir / "app.py").write_text(SCHEMA_APP)
+    outdir = app_dir / "cdk.out"
+    synthesized = subprocess.run(  # noqa: S603  (our temporary interpreter and paths)
+        [python, "app.py", str(outdir), json.dumps(ORDER_SCHEMA)],
+        cwd=app_dir,
+        env=environment,
+        capture_output=True,
+        text=True,
+    )
+    assert synthesized.returncode == 0, synthesized.stderr[-3000:]
+    template = json.loads((outdir / "ShopStack.template.json").read_text())
+    [consumer] = [
+        r
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::Lambda::Function" and r["Properties"]["Handler"] == "order_consumer.handler.handler"
+    ]
+    staged = outdir / f"asset.{consumer['Properties']['Code']['S3Key'].removesuffix('.zip')}"
+    assert (staged / "order_consumer" / "order_schema_validator.py").is_file()
+    # WHEN its consumer is loaded from the staged asset with the template's environment, and gets a good order
+    # and one that breaks the schema
+    ran = subprocess.run(  # noqa: S603
+        [
+            python,
+            "-c",
+            CONSUMER_FROM_ASSET,
+            str(staged),
+            json.dumps(consumer["Properties"]["Environment"]["Variables"]),
+        ],
+        cwd=tmp_path,
+        env=environment,
+        capture_output=True,
+        text=True,
+    )
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    found = json.loads(ran.stdout.strip().splitlines()[-1])
+    # THEN the violation is parked with SCHEMA_VIOLATION and its path and rule, never retried
+    assert found["response"] == {"batchItemFailures": []}
+    assert found["parked"] == [
+        {
+            "error_code": "SCHEMA_VIOLATION",
+            "error_message": "the order does not match order_schema: $.amount must be bigger than or equal to 0 "
+            "(rule: minimum)",
+        }
+    ]
+    # AND the good order is announced with the configured attributes, typed
+    [notification] = found["notified"]
+    attributes = {name: (a["Type"], a["Value"]) for name, a in notification["MessageAttributes"].items()}
+    assert attributes["country"] == ("String", "DE")
+    assert attributes["customer.tier"] == ("String", "gold")
+    assert json.loads(notification["Message"])["order_id"] == "o-1"
+    # AND nothing imported fastjsonschema: the generated validator needs only the asset
+    assert found["fastjsonschema_loaded"] is False
+    # AND the subscriber's filter policy is in the template
+    [subscription] = [r for r in template["Resources"].values() if r["Type"] == "AWS::SNS::Subscription"]
+    assert subscription["Properties"]["FilterPolicy"] == {"country": ["DE"]}

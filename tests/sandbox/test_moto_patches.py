@@ -1,11 +1,14 @@
-"""The sandbox's TransactWriteItems fix: all or nothing, at the cost of the touched items only."""
+"""The sandbox's moto fixes (``moto_patches``, ``moto_cloudformation``), each beside moto's own behaviour."""
 
 from __future__ import annotations
 
 import copy
 import datetime
+import json
+import re
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -14,8 +17,18 @@ from botocore.exceptions import ClientError
 from moto import mock_aws
 from moto.dynamodb.models import DynamoDBBackend, dynamodb_backends
 from moto.dynamodb.models.table import Table
+from moto.sqs.models import sqs_backends
 
-from order_pipeline_sandbox import moto_patches
+from order_pipeline_sandbox import moto_cloudformation, moto_patches
+from order_pipeline_sandbox.deploy import (
+    CDK_TIMEOUT_SECONDS,
+    DeployError,
+    bootstrap,
+    publish_powertools_layer,
+    publish_powertools_parameter,
+    run_cdk,
+)
+from order_pipeline_sandbox.server import SandboxServerProcess
 
 ACCOUNT = "123456789012"
 REGION = "eu-west-1"
@@ -329,3 +342,506 @@ def test_cloudformation_resolves_an_ssm_parameter_type_from_the_seeded_parameter
     # THEN the parameter resolves to the seeded ARN (moto reports it as the ParameterValue)
     assert stack["Outputs"] == [{"OutputKey": "Layer", "OutputValue": SANDBOX_LAYER}]
     assert stack["Parameters"] == [{"ParameterKey": "PowertoolsLayerArn", "ParameterValue": SANDBOX_LAYER}]
+
+
+# --- CloudFormation for real apps (order_pipeline_sandbox.moto_cloudformation) ------------------------
+
+
+@pytest.fixture
+def cfn() -> Iterator[Any]:
+    moto_patches.apply()
+    try:
+        with mock_aws():
+            yield boto3.client("cloudformation", region_name=REGION)
+    finally:
+        moto_patches.revert()
+
+
+def _deploy(
+    cloudformation: Any, stack: str, template: dict[str, Any], change_set: str = "cdk-deploy-change-set"
+) -> str:
+    """What ``cdk deploy`` does: a change set (CREATE for a new stack, else UPDATE), executed; the stack's status."""
+    existing = {s["StackName"]: s["StackStatus"] for s in cloudformation.describe_stacks()["Stacks"]}
+    kind = "UPDATE" if existing.get(stack, "REVIEW_IN_PROGRESS") != "REVIEW_IN_PROGRESS" else "CREATE"
+    created = cloudformation.create_change_set(
+        StackName=stack, ChangeSetName=change_set, ChangeSetType=kind, TemplateBody=json.dumps(template)
+    )
+    cloudformation.execute_change_set(ChangeSetName=created["Id"], StackName=stack)
+    return str(cloudformation.describe_stacks(StackName=stack)["Stacks"][0]["StackStatus"])
+
+
+def _failed_events(cloudformation: Any, stack: str) -> list[tuple[str, str, str]]:
+    events = cloudformation.describe_stack_events(StackName=stack)["StackEvents"]
+    return [
+        (event["LogicalResourceId"], event["ResourceType"], event.get("ResourceStatusReason", ""))
+        for event in events
+        if event["ResourceStatus"].endswith("_FAILED")
+    ]
+
+
+LONG_STACK = "PaymentsPipelineStackWithAVeryLongNameIndeed"
+FIFO_TEMPLATE = {
+    "Resources": {
+        "PipelineDeadLetterQueueWithAnEvenLongerLogicalId0123456789": {
+            "Type": "AWS::SQS::Queue",
+            "Properties": {"FifoQueue": True},
+        },
+        "PipelineTopic": {"Type": "AWS::SNS::Topic", "Properties": {"FifoTopic": "true"}},
+        "Standard": {"Type": "AWS::SQS::Queue"},
+    }
+}
+
+
+def test_fifo_queues_and_topics_get_generated_names_with_the_fifo_suffix_within_the_limit(cfn: Any) -> None:
+    # GIVEN a FIFO queue and a FIFO topic without names, in a stack whose generated names would be long
+    # WHEN the stack is deployed by a change set, as cdk deploy does
+    status = _deploy(cfn, LONG_STACK, FIFO_TEMPLATE)
+    # THEN it is created, the FIFO names end in .fifo within SQS's 80 and SNS's 256 characters
+    assert status == "CREATE_COMPLETE"
+    resources = {
+        r["LogicalResourceId"]: r for r in cfn.list_stack_resources(StackName=LONG_STACK)["StackResourceSummaries"]
+    }
+    fifo_queue = resources["PipelineDeadLetterQueueWithAnEvenLongerLogicalId0123456789"]["PhysicalResourceId"]
+    queue_name = fifo_queue.rsplit("/", 1)[1]
+    assert queue_name.endswith(".fifo")
+    assert len(queue_name) <= moto_cloudformation.MAX_QUEUE_NAME
+    assert f"{LONG_STACK}-PipelineDeadLetterQueueWithAnEvenLongerLogicalId".startswith(queue_name.rsplit("-", 1)[0])
+    topic_name = resources["PipelineTopic"]["PhysicalResourceId"].rsplit(":", 1)[1]
+    assert topic_name.startswith(f"{LONG_STACK}-PipelineTopic-")
+    assert topic_name.endswith(".fifo")
+    sqs = boto3.client("sqs", region_name=REGION)
+    assert sqs.get_queue_attributes(QueueUrl=fifo_queue, AttributeNames=["FifoQueue"])["Attributes"] == {
+        "FifoQueue": "true"
+    }
+    # AND a standard queue keeps moto's name, without the suffix
+    assert not resources["Standard"]["PhysicalResourceId"].endswith(".fifo")
+
+
+def test_moto_alone_cannot_create_a_fifo_queue_without_a_name() -> None:
+    # GIVEN moto without the fixes (if this fails, moto fixed it: re-check the patch)
+    with mock_aws():
+        cloudformation = boto3.client("cloudformation", region_name=REGION)
+        # WHEN the FIFO template is deployed  THEN SQS refuses moto's generated name
+        with pytest.raises(ClientError, match=r"must end in \.fifo"):
+            _deploy(cloudformation, LONG_STACK, FIFO_TEMPLATE)
+
+
+EXPORTING = {
+    "Resources": {"Topic": {"Type": "AWS::SNS::Topic"}},
+    "Outputs": {"TopicArn": {"Value": {"Ref": "Topic"}, "Export": {"Name": "Orders:TopicArn"}}},
+}
+IMPORTING = {
+    "Resources": {
+        "Inbox": {"Type": "AWS::SQS::Queue"},
+        "InboxPolicy": {"Type": "AWS::SQS::QueuePolicy", "Properties": {"Queues": [{"Ref": "Inbox"}]}},
+        "Subscription": {
+            "Type": "AWS::SNS::Subscription",
+            "DependsOn": ["InboxPolicy"],
+            "Properties": {
+                "Protocol": "sqs",
+                "Endpoint": {"Fn::GetAtt": ["Inbox", "Arn"]},
+                "TopicArn": {"Fn::ImportValue": "Orders:TopicArn"},
+                "RawMessageDelivery": True,
+                "FilterPolicy": {"kind": ["order"]},
+            },
+        },
+    }
+}
+
+
+def test_a_second_stack_subscribes_to_the_first_ones_topic_through_an_export(cfn: Any) -> None:
+    # GIVEN a stack exporting its topic's ARN, deployed by a change set
+    assert _deploy(cfn, "Orders", EXPORTING) == "CREATE_COMPLETE"
+    topic_arn = cfn.describe_stacks(StackName="Orders")["Stacks"][0]["Outputs"][0]["OutputValue"]
+    # THEN the export is listed
+    exports = cfn.list_exports()["Exports"]
+    assert [(e["Name"], e["Value"]) for e in exports] == [("Orders:TopicArn", topic_arn)]
+    # WHEN a second stack subscribes a queue to it through Fn::ImportValue
+    assert _deploy(cfn, "Subscriber", IMPORTING) == "CREATE_COMPLETE"
+    # THEN the subscription exists, on that topic, with its attributes
+    sns = boto3.client("sns", region_name=REGION)
+    subscriptions = sns.list_subscriptions_by_topic(TopicArn=topic_arn)["Subscriptions"]
+    assert [s["Protocol"] for s in subscriptions] == ["sqs"]
+    attributes = sns.get_subscription_attributes(SubscriptionArn=subscriptions[0]["SubscriptionArn"])["Attributes"]
+    assert attributes["RawMessageDelivery"] == "true"
+    assert json.loads(attributes["FilterPolicy"]) == {"kind": ["order"]}
+    # AND a message published to the topic reaches the subscriber's queue
+    sqs = boto3.client("sqs", region_name=REGION)
+    inbox = next(url for url in sqs.list_queues()["QueueUrls"] if "Subscriber-Inbox" in url)
+    sns.publish(
+        TopicArn=topic_arn, Message="hello", MessageAttributes={"kind": {"DataType": "String", "StringValue": "order"}}
+    )
+    assert [m["Body"] for m in sqs.receive_message(QueueUrl=inbox)["Messages"]] == ["hello"]
+
+
+def test_an_imported_export_keeps_its_stack_and_deletion_in_order_cleans_up(cfn: Any) -> None:
+    # GIVEN an exporting stack and a stack importing from it
+    _deploy(cfn, "Orders", EXPORTING)
+    _deploy(cfn, "Subscriber", IMPORTING)
+    # WHEN the exporting stack is deleted first
+    # THEN CloudFormation's rule refuses it, naming the export and the importer
+    with pytest.raises(ClientError, match="Export Orders:TopicArn cannot be deleted as it is in use by Subscriber"):
+        cfn.delete_stack(StackName="Orders")
+    # WHEN the importer, then the exporter are deleted
+    cfn.delete_stack(StackName="Subscriber")
+    cfn.delete_stack(StackName="Orders")
+    # THEN both are gone, with their export and the subscription
+    assert cfn.describe_stacks()["Stacks"] == []
+    assert cfn.list_exports()["Exports"] == []
+    assert boto3.client("sns", region_name=REGION).list_subscriptions()["Subscriptions"] == []
+
+
+def test_an_export_name_claimed_by_two_stacks_fails_the_second_deploy(cfn: Any) -> None:
+    # GIVEN a stack exporting Orders:TopicArn
+    _deploy(cfn, "Orders", EXPORTING)
+    # WHEN another stack exports the same name  THEN its deploy fails and rolls back
+    assert _deploy(cfn, "Copy", EXPORTING) == "ROLLBACK_COMPLETE"
+    assert any(
+        "Orders:TopicArn is already exported by stack Orders" in reason for _, _, reason in _failed_events(cfn, "Copy")
+    )
+    assert [e["ExportingStackId"].split("/")[1] for e in cfn.list_exports()["Exports"]] == ["Orders"]
+
+
+def test_moto_alone_lists_no_export_of_a_stack_created_by_a_change_set() -> None:
+    # GIVEN moto without the fixes (if this fails, moto fixed it: re-check the patch)
+    with mock_aws():
+        cloudformation = boto3.client("cloudformation", region_name=REGION)
+        # WHEN the exporting stack is deployed by a change set
+        _deploy(cloudformation, "Orders", EXPORTING)
+        # THEN no export is registered
+        assert cloudformation.list_exports()["Exports"] == []
+
+
+BROKEN = {
+    "Resources": {
+        "First": {"Type": "AWS::SQS::Queue"},
+        "Broken": {
+            "Type": "AWS::SQS::Queue",
+            "DependsOn": ["First"],
+            "Properties": {"Tags": [{"Key": "source", "Value": {"Fn::ImportValue": "Nowhere"}}]},
+        },
+    }
+}
+CORRECTED = {"Resources": {"First": {"Type": "AWS::SQS::Queue"}}}
+
+
+def test_a_failed_create_rolls_back_and_the_corrected_deploy_works(cfn: Any, caplog: pytest.LogCaptureFixture) -> None:
+    # GIVEN a template whose second resource cannot be created (its import does not exist)
+    # WHEN it is deployed
+    with caplog.at_level("WARNING", logger=moto_cloudformation.LOGGER.name):
+        status = _deploy(cfn, "App", BROKEN)
+    # THEN the execution itself succeeded and the stack rolled back, as in CloudFormation
+    assert status == "ROLLBACK_COMPLETE"
+    # AND the failing resource's event names it, its type and the reason
+    assert _failed_events(cfn, "App") == [
+        ("Broken", "AWS::SQS::Queue", "ValidationError: No export named Nowhere found.")
+    ]
+    # AND the queue created before it was deleted, and stays deleted when the stack's resources are listed
+    assert [r["LogicalResourceId"] for r in cfn.list_stack_resources(StackName="App")["StackResourceSummaries"]] == []
+    assert boto3.client("sqs", region_name=REGION).list_queues().get("QueueUrls", []) == []
+    # AND the server log says what happened
+    assert "stack App: create failed at Broken (AWS::SQS::Queue)" in caplog.text
+    # WHEN the CLI's next deploy deletes the rolled-back stack and deploys the corrected template
+    cfn.delete_stack(StackName="App")
+    # THEN it is created
+    assert _deploy(cfn, "App", CORRECTED) == "CREATE_COMPLETE"
+
+
+def test_a_failed_update_rolls_back_to_the_previous_template(cfn: Any) -> None:
+    # GIVEN a deployed stack
+    assert _deploy(cfn, "App", CORRECTED) == "CREATE_COMPLETE"
+    # WHEN an update adds a resource that fails
+    status = _deploy(cfn, "App", BROKEN)
+    # THEN the stack is back on its previous template, and the next update works
+    assert status == "UPDATE_ROLLBACK_COMPLETE"
+    assert cfn.get_template(StackName="App")["TemplateBody"] == CORRECTED
+    assert [e[0] for e in _failed_events(cfn, "App")] == ["Broken"]
+    with_topic = {"Resources": {**CORRECTED["Resources"], "Topic": {"Type": "AWS::SNS::Topic"}}}
+    assert _deploy(cfn, "App", with_topic) == "UPDATE_COMPLETE"
+
+
+def test_moto_alone_leaves_a_failed_create_in_review_in_progress() -> None:
+    # GIVEN moto without the fixes (if this fails, moto fixed it: re-check the patch)
+    with mock_aws():
+        cloudformation = boto3.client("cloudformation", region_name=REGION)
+        # WHEN the broken template is deployed, the error escapes ExecuteChangeSet
+        with pytest.raises(ClientError, match="No export named Nowhere"):
+            _deploy(cloudformation, "App", BROKEN)
+        # THEN the stack stays in REVIEW_IN_PROGRESS with the first queue created
+        assert cloudformation.describe_stacks(StackName="App")["Stacks"][0]["StackStatus"] == "REVIEW_IN_PROGRESS"
+        assert len(boto3.client("sqs", region_name=REGION).list_queues()["QueueUrls"]) == 1
+
+
+def test_change_sets_are_looked_up_within_their_stack(cfn: Any) -> None:
+    # GIVEN two stacks, each deployed with a change set of the same name (as cdk deploy names them)
+    _deploy(cfn, "One", CORRECTED)
+    _deploy(cfn, "Two", CORRECTED)
+    # WHEN the second stack's change set is deleted
+    cfn.delete_change_set(StackName="Two", ChangeSetName="cdk-deploy-change-set")
+    # THEN it is not found any more, with CloudFormation's error (the CLI waits for exactly that)
+    with pytest.raises(cfn.exceptions.ChangeSetNotFoundException):
+        cfn.describe_change_set(StackName="Two", ChangeSetName="cdk-deploy-change-set")
+    # AND deleting it again is no error (the CLI deletes its change set name "if it exists")
+    cfn.delete_change_set(StackName="Two", ChangeSetName="cdk-deploy-change-set")
+    # AND the first stack's change set is still there
+    assert cfn.describe_change_set(StackName="One", ChangeSetName="cdk-deploy-change-set")["StackName"] == "One"
+
+
+def test_moto_alone_finds_another_stacks_change_set_after_a_delete() -> None:
+    # GIVEN moto without the fixes (if this fails, moto fixed it: re-check the patch)
+    with mock_aws():
+        cloudformation = boto3.client("cloudformation", region_name=REGION)
+        _deploy(cloudformation, "One", CORRECTED)
+        _deploy(cloudformation, "Two", CORRECTED)
+        # WHEN the second stack's change set is deleted
+        cloudformation.delete_change_set(StackName="Two", ChangeSetName="cdk-deploy-change-set")
+        # THEN moto deleted the first stack's instead and still describes it (the CLI waits forever)
+        described = cloudformation.describe_change_set(StackName="Two", ChangeSetName="cdk-deploy-change-set")
+        assert described["StackName"] == "Two"
+
+
+def test_an_unsupported_resource_type_fails_the_deploy_naming_it(cfn: Any) -> None:
+    # GIVEN a template with a type moto does not implement and that matters (a pipe would move messages)
+    template = {
+        "Resources": {
+            "Queue": {"Type": "AWS::SQS::Queue"},
+            "Pipe": {"Type": "AWS::Pipes::Pipe", "Properties": {"Source": {"Fn::GetAtt": ["Queue", "Arn"]}}},
+        }
+    }
+    # WHEN it is deployed
+    status = _deploy(cfn, "Piped", template)
+    # THEN the deploy fails as CloudFormation fails a resource: the logical id, the type, why
+    assert status == "ROLLBACK_COMPLETE"
+    [(logical_id, resource_type, reason)] = _failed_events(cfn, "Piped")
+    assert (logical_id, resource_type) == ("Pipe", "AWS::Pipes::Pipe")
+    assert "Resource type AWS::Pipes::Pipe is not supported by the local stand-in" in reason
+
+
+def test_monitoring_and_policy_types_are_skipped_and_the_stack_deploys(cfn: Any) -> None:
+    # GIVEN a template with every skippable type beside a queue
+    template: dict[str, Any] = {"Resources": {"Queue": {"Type": "AWS::SQS::Queue"}}}
+    for index, resource_type in enumerate(sorted(moto_cloudformation.SKIPPABLE_TYPES)):
+        template["Resources"][f"Skipped{index}"] = {"Type": resource_type, "Properties": {}}
+    # WHEN it is deployed  THEN it is created, and only the queue exists
+    assert _deploy(cfn, "Monitored", template) == "CREATE_COMPLETE"
+    created = [
+        r["LogicalResourceId"] for r in cfn.list_stack_resources(StackName="Monitored")["StackResourceSummaries"]
+    ]
+    assert "Queue" in created
+    assert not any(name.startswith("Skipped") for name in created)
+
+
+MAPPED = {
+    "Resources": {
+        "Role": {
+            "Type": "AWS::IAM::Role",
+            "Properties": {
+                "AssumeRolePolicyDocument": {
+                    "Statement": [
+                        {
+                            "Effect": "Allow",
+                            "Principal": {"Service": "lambda.amazonaws.com"},
+                            "Action": "sts:AssumeRole",
+                        }
+                    ]
+                }
+            },
+        },
+        "Function": {
+            "Type": "AWS::Lambda::Function",
+            "Properties": {
+                "Runtime": "python3.12",
+                "Handler": "index.handler",
+                "Role": {"Fn::GetAtt": ["Role", "Arn"]},
+                "Code": {"ZipFile": "def handler(event, context):\n    return None\n"},
+            },
+        },
+        # Retained, as the pipeline's queues are by default: it outlives the stack.
+        "Queue": {"Type": "AWS::SQS::Queue", "DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain"},
+        "Mapping": {
+            "Type": "AWS::Lambda::EventSourceMapping",
+            "Properties": {"EventSourceArn": {"Fn::GetAtt": ["Queue", "Arn"]}, "FunctionName": {"Ref": "Function"}},
+        },
+    }
+}
+
+
+def _delete_mapped_stack(cloudformation: Any) -> tuple[Any, str]:
+    _deploy(cloudformation, "Mapped", MAPPED)
+    sqs = boto3.client("sqs", region_name=REGION)
+    [queue_url] = sqs.list_queues()["QueueUrls"]
+    assert len(boto3.client("lambda", region_name=REGION).list_event_source_mappings()["EventSourceMappings"]) == 1
+    cloudformation.delete_stack(StackName="Mapped")
+    return sqs, queue_url
+
+
+def test_deleting_a_stack_removes_its_event_source_mappings_from_the_queue(cfn: Any) -> None:
+    # GIVEN a stack whose function is mapped to a retained queue, then deleted
+    sqs, queue_url = _delete_mapped_stack(cfn)
+    # THEN the queue is kept, the mapping is gone from Lambda and from the queue
+    assert boto3.client("lambda", region_name=REGION).list_event_source_mappings()["EventSourceMappings"] == []
+    assert sqs_backends[ACCOUNT][REGION].queues[queue_url.rsplit("/", 1)[1]].lambda_event_source_mappings == {}
+    # AND a message sent to the queue stays there for whoever deploys next (no deleted function invoked)
+    sqs.send_message(QueueUrl=queue_url, MessageBody="order")
+    assert [m["Body"] for m in sqs.receive_message(QueueUrl=queue_url)["Messages"]] == ["order"]
+
+
+def test_moto_alone_keeps_a_deleted_mapping_on_its_queue() -> None:
+    # GIVEN moto without the fixes (if this fails, moto fixed it: re-check the patch)
+    with mock_aws():
+        _, queue_url = _delete_mapped_stack(boto3.client("cloudformation", region_name=REGION))
+        # THEN the queue still holds the mapping of the deleted function (which a send would invoke)
+        assert len(sqs_backends[ACCOUNT][REGION].queues[queue_url.rsplit("/", 1)[1]].lambda_event_source_mappings) == 1
+
+
+def test_an_update_keeps_an_ssm_typed_parameter_given_as_use_previous_value(cfn: Any) -> None:
+    # GIVEN a stack whose parameter is resolved from SSM at deploy (as PowertoolsLayerArn and BootstrapVersion are)
+    boto3.client("ssm", region_name=REGION).put_parameter(Name="/app/layer", Value=SANDBOX_LAYER, Type="String")
+    template = {
+        "Parameters": {"Layer": {"Type": "AWS::SSM::Parameter::Value<String>", "Default": "/app/layer"}},
+        "Resources": {"Queue": {"Type": "AWS::SQS::Queue"}},
+        "Outputs": {"Layer": {"Value": {"Ref": "Layer"}}},
+    }
+    _deploy(cfn, "Layered", template)
+    # WHEN an update passes the parameter with UsePreviousValue, as cdk deploy does
+    template["Resources"]["Topic"] = {"Type": "AWS::SNS::Topic"}
+    created = cfn.create_change_set(
+        StackName="Layered",
+        ChangeSetName="update",
+        ChangeSetType="UPDATE",
+        TemplateBody=json.dumps(template),
+        Parameters=[{"ParameterKey": "Layer", "UsePreviousValue": True}],
+    )
+    cfn.execute_change_set(ChangeSetName=created["Id"], StackName="Layered")
+    # THEN the update completes and the parameter still resolves to the SSM value
+    stack = cfn.describe_stacks(StackName="Layered")["Stacks"][0]
+    assert stack["StackStatus"] == "UPDATE_COMPLETE"
+    assert stack["Outputs"] == [{"OutputKey": "Layer", "OutputValue": SANDBOX_LAYER}]
+
+
+CFN_APP = Path(__file__).resolve().parent / "cfn_app"
+#: A type moto does not implement and the stand-in cannot skip (a pipe would move messages).
+UNSUPPORTED_TYPE = "AWS::Pipes::Pipe"
+
+
+def _cdk_deploy(endpoint: Any, work_dir: Path, stacks: list[str], *context: str) -> str:
+    args = ["deploy", *stacks, "--exclusively", "--require-approval", "never", "--ci", "--no-notices"]
+    args += ["--progress", "events", "--output", str(work_dir / "cdk.out")]
+    for item in context:
+        args += ["-c", item]
+    return run_cdk(endpoint, args, app_dir=CFN_APP, log_path=work_dir / "cdk.log")
+
+
+@pytest.mark.e2e
+@pytest.mark.slow
+def test_cdk_deploy_of_fifo_cross_stack_and_a_failed_then_corrected_deploy(tmp_path: Path) -> None:
+    # GIVEN the stand-in, bootstrapped, with the Powertools layer published, and its server log
+    server_log = tmp_path / "moto-server.log"
+    with SandboxServerProcess(log_path=server_log) as endpoint:
+        bootstrap(endpoint, work_dir=tmp_path)
+        publish_powertools_parameter(endpoint, publish_powertools_layer(endpoint, work_dir=tmp_path))
+        cloudformation = endpoint.client("cloudformation")
+
+        # WHEN a standard and a FIFO pipeline are deployed with plain cdk deploy
+        _cdk_deploy(endpoint, tmp_path, ["Orders", "Payments"])
+        # THEN both are created, the FIFO queues with generated .fifo names
+        sqs = endpoint.client("sqs")
+        payments = [url for url in sqs.list_queues()["QueueUrls"] if "/Payments-" in url]
+        assert len(payments) == 2
+        assert all(url.endswith(".fifo") for url in payments)
+
+        # WHEN the subscriber stack is deployed with a resource type the stand-in cannot run
+        with pytest.raises(DeployError) as failed:
+            _cdk_deploy(endpoint, tmp_path, ["Subscriber"], f"unsupported_type={UNSUPPORTED_TYPE}")
+        # THEN the CLI shows CloudFormation's error naming the resource and its type, not an HTML page
+        assert f"Resource type {UNSUPPORTED_TYPE} is not supported by the local stand-in" in str(failed.value)
+        assert "<html" not in str(failed.value)
+        subscriber = cloudformation.describe_stacks(StackName="Subscriber")["Stacks"][0]
+        assert subscriber["StackStatus"] == "ROLLBACK_COMPLETE"
+        # AND the server log says what happened
+        assert f"stack Subscriber: create failed at Unsupported ({UNSUPPORTED_TYPE})" in server_log.read_text()
+
+        # WHEN the corrected subscriber stack is deployed, on the same stand-in
+        started = time.monotonic()
+        _cdk_deploy(endpoint, tmp_path, ["Subscriber"])
+        # THEN it is created (the CLI replaced the rolled-back stack), promptly, not after a 10-minute wait
+        assert time.monotonic() - started < CDK_TIMEOUT_SECONDS / 2
+        assert cloudformation.describe_stacks(StackName="Subscriber")["Stacks"][0]["StackStatus"] == "CREATE_COMPLETE"
+        # AND it subscribed to the orders topic through the export: a message published reaches it
+        [export] = [e for e in cloudformation.list_exports()["Exports"] if e["Name"].startswith("Orders:")]
+        endpoint.client("sns").publish(TopicArn=export["Value"], Message="order 1")
+        [inbox] = [url for url in sqs.list_queues()["QueueUrls"] if "/Subscriber-Inbox" in url]
+        assert [m["Body"] for m in sqs.receive_message(QueueUrl=inbox, WaitTimeSeconds=1)["Messages"]] == ["order 1"]
+
+        # WHEN both stacks are deleted (the importer first) while the orders queue is retained
+        orders_function = next(
+            r["PhysicalResourceId"]
+            for r in cloudformation.list_stack_resources(StackName="Orders")["StackResourceSummaries"]
+            if r["ResourceType"] == "AWS::Lambda::Function" and "Reconcil" not in r["LogicalResourceId"]
+        )
+        run_cdk(
+            endpoint,
+            ["destroy", "Subscriber", "Orders", "--force", "--ci", "--output", str(tmp_path / "cdk.out")],
+            app_dir=CFN_APP,
+        )
+        # THEN no mapping of the deleted function is left, and a send to the retained queue works
+        lambda_client = endpoint.client("lambda")
+        assert lambda_client.list_event_source_mappings(FunctionName=orders_function)["EventSourceMappings"] == []
+        [orders_queue] = [u for u in sqs.list_queues()["QueueUrls"] if "/Orders-PipelineQueue" in u]
+        sqs.send_message(QueueUrl=orders_queue, MessageBody="{}")
+        # AND the orders stack's export went with it
+        assert export["Name"] not in {e["Name"] for e in cloudformation.list_exports()["Exports"]}
+
+
+def test_an_unsupported_template_function_fails_the_deploy_naming_it(cfn: Any) -> None:
+    # GIVEN a resource whose property uses a function moto does not evaluate
+    template = {
+        "Resources": {
+            "Queue": {
+                "Type": "AWS::SQS::Queue",
+                "Properties": {
+                    "Tags": [{"Key": "cidr", "Value": {"Fn::Select": [0, {"Fn::Cidr": ["10.0.0.0/16", 4, 8]}]}}]
+                },
+            }
+        }
+    }
+    # WHEN it is deployed
+    status = _deploy(cfn, "Cidr", template)
+    # THEN the deploy fails naming the resource, its type and the function, and nothing is left
+    assert status == "ROLLBACK_COMPLETE"
+    [(logical_id, resource_type, reason)] = _failed_events(cfn, "Cidr")
+    assert (logical_id, resource_type) == ("Queue", "AWS::SQS::Queue")
+    assert reason.startswith("Template function(s) Fn::Cidr not supported by the local stand-in")
+    assert boto3.client("sqs", region_name=REGION).list_queues().get("QueueUrls", []) == []
+
+
+def test_moto_alone_passes_an_unevaluated_function_on_as_a_value() -> None:
+    # GIVEN moto without the fixes (if this fails, moto fixed it: re-check the patch)
+    with mock_aws():
+        cloudformation = boto3.client("cloudformation", region_name=REGION)
+        template = {
+            "Resources": {
+                "Queue": {
+                    "Type": "AWS::SQS::Queue",
+                    "Properties": {"Tags": [{"Key": "n", "Value": {"Fn::Cidr": ["10.0.0.0/16", 4, 8]}}]},
+                }
+            }
+        }
+        # WHEN it is deployed  THEN the stack is "complete" with the function as the tag's value
+        assert _deploy(cloudformation, "Cidr", template) == "CREATE_COMPLETE"
+        sqs = boto3.client("sqs", region_name=REGION)
+        [url] = sqs.list_queues()["QueueUrls"]
+        assert "Fn::Cidr" in str(sqs.list_queue_tags(QueueUrl=url)["Tags"]["n"])
+
+
+def test_docs_name_every_skipped_type_and_every_evaluated_function() -> None:
+    # GIVEN docs/sandbox.md's section on the stand-in's CloudFormation
+    page = (Path(__file__).resolve().parents[2] / "docs" / "sandbox.md").read_text()
+    section = page.split("## What the stand-in's CloudFormation does beyond moto", 1)[1]
+    # WHEN the types and functions it names are collected
+    named = set(re.findall(r"`((?:AWS::|Fn::)[A-Za-z0-9:]+)`", section))
+    # THEN every skipped type is named, and the functions named are the evaluated ones (plus the
+    # table's example of one that is not), so the page never drifts from the code
+    assert named >= moto_cloudformation.SKIPPABLE_TYPES
+    functions = {name for name in named if name.startswith("Fn::")}
+    assert functions == moto_cloudformation.SUPPORTED_INTRINSICS | {"Fn::Cidr"}

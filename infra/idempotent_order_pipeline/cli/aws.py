@@ -326,6 +326,20 @@ class PipelineResources:
     def topic_arn(self) -> str:
         return self.get("topic")
 
+    def order_schema(self) -> Mapping[str, Any] | None:
+        """The pipeline's ``order_schema``, from its function's discovery mark in the deployed template.
+
+        None when the pipeline has none, or when no pipeline is discovered (a stack deployed before
+        discovery, or resources all given as options): the consumer still checks.
+        """
+        try:
+            pipeline = self.pipeline()
+        except OperationsError:
+            if self.explicit:
+                return None
+            raise
+        return None if pipeline is None else pipeline.order_schema
+
     def identity_fields(self) -> tuple[tuple[str, ...], str]:
         """The consumer function's ``IDENTITY_FIELDS`` and where they came from.
 

@@ -107,7 +107,10 @@ class Operator:
 
     def publisher(self) -> OrderPublisher:
         return OrderPublisher(
-            self.resources.queue_url, identity_fields=self.identity_fields()[0], client=self.clients.sqs
+            self.resources.queue_url,
+            identity_fields=self.identity_fields()[0],
+            client=self.clients.sqs,
+            order_schema=self.resources.order_schema(),
         )
 
 

@@ -11,12 +11,15 @@ from .contract.keys import DEFAULT_IDENTITY_FIELDS, parse_identity_fields
 from .contract.names import (
     DEAD_LETTER_QUEUE_URL_VARIABLE,
     IDENTITY_FIELDS_VARIABLE,
+    NOTIFICATION_ATTRIBUTES_VARIABLE,
+    NOTIFICATION_BODY_VARIABLE,
     ORDER_RECORDS_TABLE_VARIABLE,
     PROCESSED_EVENTS_TABLE_VARIABLE,
     RECORD_TTL_SECONDS_VARIABLE,
     REQUIRED_VARIABLES,
     TOPIC_ARN_VARIABLE,
 )
+from .contract.notification import NotificationFormat
 
 #: Default of ``RECORD_TTL_SECONDS``: 30 days.
 DEFAULT_RECORD_TTL_SECONDS = 30 * 24 * 3600
@@ -32,6 +35,7 @@ class Settings:
     dead_letter_queue_url: str
     record_ttl_seconds: int = DEFAULT_RECORD_TTL_SECONDS
     identity_fields: tuple[str, ...] = DEFAULT_IDENTITY_FIELDS
+    notification_format: NotificationFormat = NotificationFormat()  # noqa: RUF009 - frozen, shared
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -49,6 +53,14 @@ class Settings:
             identity_fields = parse_identity_fields(env.get(IDENTITY_FIELDS_VARIABLE))
         except ValueError as exc:
             raise ConfigurationError(str(exc)) from exc
+        try:
+            notification_format = NotificationFormat.parse(
+                env.get(NOTIFICATION_ATTRIBUTES_VARIABLE), env.get(NOTIFICATION_BODY_VARIABLE)
+            )
+        except ValueError as exc:
+            raise ConfigurationError(
+                f"{NOTIFICATION_ATTRIBUTES_VARIABLE} / {NOTIFICATION_BODY_VARIABLE}: {exc}"
+            ) from exc
         return cls(
             processed_events_table=env[PROCESSED_EVENTS_TABLE_VARIABLE],
             order_records_table=env[ORDER_RECORDS_TABLE_VARIABLE],
@@ -56,4 +68,5 @@ class Settings:
             dead_letter_queue_url=env[DEAD_LETTER_QUEUE_URL_VARIABLE],
             record_ttl_seconds=int(raw_ttl),
             identity_fields=identity_fields,
+            notification_format=notification_format,
         )

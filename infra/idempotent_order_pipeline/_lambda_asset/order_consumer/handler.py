@@ -52,6 +52,6 @@ def handler(event: Mapping[str, Any], context: LambdaContext) -> dict[str, list[
     pipeline = _get_pipeline()
     remaining = getattr(context, "get_remaining_time_in_millis", None)
     results = pipeline.process_batch(event.get("Records") or [], remaining)
-    for name, count in outcome_counts(results).items():
+    for name, count in outcome_counts(results, schema=pipeline.validates_schema).items():
         metrics.add_metric(name=name, unit=MetricUnit.Count, value=count)
     return {"batchItemFailures": [{"itemIdentifier": result.message_id} for result in results if result.failed]}

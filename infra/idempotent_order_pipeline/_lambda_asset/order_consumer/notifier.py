@@ -11,7 +11,6 @@ sent (reported as errors), so a subscriber never sees an order's notifications o
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -19,26 +18,13 @@ from typing import TYPE_CHECKING
 from botocore.exceptions import BotoCoreError, ClientError
 
 from .contract.batching import batch_calls, message_bytes
-from .contract.message import OrderMessage
-from .contract.sns_ids import sns_deduplication_id, sns_group_id
+from .contract.notification import Notification
+
+__all__ = ["Notification", "Notifier", "PublishResult"]
 
 if TYPE_CHECKING:
     from mypy_boto3_sns.client import SNSClient
     from mypy_boto3_sns.type_defs import PublishBatchRequestEntryTypeDef
-
-
-@dataclass(frozen=True)
-class Notification:
-    """What one notification says: the event, its order and the content's fingerprint."""
-
-    event_id: str
-    order_id: str
-    payload_sha256: str
-
-    @classmethod
-    def of(cls, message: OrderMessage) -> Notification:
-        """The notification of an accepted order message."""
-        return cls(event_id=message.event_id, order_id=message.order_id, payload_sha256=message.payload_sha256)
 
 
 @dataclass(frozen=True)
@@ -69,24 +55,15 @@ class Notifier:
         return self._fifo
 
     def _entry(self, entry_id: str, notification: Notification) -> PublishBatchRequestEntryTypeDef:
-        """The body is JSON with the three fields; ``event_id`` and ``order_id`` are also attributes."""
+        """The entry as :mod:`order_consumer.contract.notification` built it (every publishing path alike)."""
         entry: PublishBatchRequestEntryTypeDef = {
             "Id": entry_id,
-            "Message": json.dumps(
-                {
-                    "event_id": notification.event_id,
-                    "order_id": notification.order_id,
-                    "payload_sha256": notification.payload_sha256,
-                }
-            ),
-            "MessageAttributes": {
-                "event_id": {"DataType": "String", "StringValue": notification.event_id},
-                "order_id": {"DataType": "String", "StringValue": notification.order_id},
-            },
+            "Message": notification.message,
+            "MessageAttributes": {name: dict(value) for name, value in notification.attributes.items()},  # type: ignore[misc]
         }
         if self._fifo:
-            entry["MessageGroupId"] = sns_group_id(notification.order_id)
-            entry["MessageDeduplicationId"] = sns_deduplication_id(notification.event_id)
+            entry["MessageGroupId"] = notification.group_id
+            entry["MessageDeduplicationId"] = notification.deduplication_id
         return entry
 
     def publish_batch(self, notifications: Sequence[Notification]) -> list[PublishResult]:

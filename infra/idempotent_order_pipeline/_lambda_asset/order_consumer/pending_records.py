@@ -8,7 +8,7 @@ anything is done with it; the order rows are read the same way.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, cast
 
@@ -66,10 +66,11 @@ class PendingRecord:
 
 @dataclass(frozen=True)
 class OrderRow:
-    """The identity part of an order row: which event wrote it and its fingerprint."""
+    """An order row as read: which event wrote it, its fingerprint, and the attributes read (for the notification)."""
 
     event_id: str
     payload_sha256: str
+    item: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
 
 def _text(item: Mapping[str, Any], name: str) -> str:
@@ -89,10 +90,19 @@ def _projection(attributes: Sequence[str]) -> dict[str, Any]:
 class PendingIndex:
     """Reads the index and confirms what it lists with consistent reads. Thread-safe."""
 
-    def __init__(self, *, client: DynamoDBClient, processed_events_table: str, order_records_table: str) -> None:
+    def __init__(
+        self,
+        *,
+        client: DynamoDBClient,
+        processed_events_table: str,
+        order_records_table: str,
+        order_row_attributes: Sequence[str] | None = ORDER_ROW_ATTRIBUTES,
+    ) -> None:
         self._client = client
         self._events_table = processed_events_table
         self._orders_table = order_records_table
+        #: What an order row read projects (the reconciler's role may read no more); None: the whole row.
+        self._row_attributes = order_row_attributes
 
     def page(
         self, shard: str, *, created_before: float, start_key: Mapping[str, Any] | None = None, limit: int = 100
@@ -169,10 +179,10 @@ class PendingIndex:
         Raises:
             StoreUnavailableError: a call failed.
         """
-        items, unread = self._batch_get(self._orders_table, "order_id", order_ids, ORDER_ROW_ATTRIBUTES)
+        items, unread = self._batch_get(self._orders_table, "order_id", order_ids, self._row_attributes)
         rows = {
             _text(item, "order_id"): OrderRow(
-                event_id=_text(item, "event_id"), payload_sha256=_text(item, "payload_sha256")
+                event_id=_text(item, "event_id"), payload_sha256=_text(item, "payload_sha256"), item=item
             )
             for item in items
         }
@@ -183,7 +193,7 @@ class PendingIndex:
         table: str,
         key_name: str,
         keys: Sequence[str],
-        attributes: Sequence[str],
+        attributes: Sequence[str] | None,
     ) -> tuple[list[Mapping[str, Any]], set[str]]:
         items: list[Mapping[str, Any]] = []
         unread: set[str] = set()
@@ -192,7 +202,7 @@ class PendingIndex:
             request: dict[str, Any] = {
                 "Keys": [{key_name: {"S": key}} for key in unique[start : start + MAX_BATCH_GET_KEYS]],
                 "ConsistentRead": True,
-                **_projection(attributes),
+                **(_projection(attributes) if attributes is not None else {}),
             }
             for _attempt in range(BATCH_GET_ATTEMPTS):
                 try:

@@ -2,7 +2,7 @@
 
 Per record (an SQS record of the Lambda event)::
 
-    parse -> TransactWriteItems(pending record + order row)
+    parse -> order_schema (if any) -> TransactWriteItems(pending record + order row)
         new event                      -> notify -> mark sent           -> recorded
         record sent, same payload      -> nothing                       -> duplicate
         record pending, same payload   -> notify -> mark sent           -> republished
@@ -10,6 +10,7 @@ Per record (an SQS record of the Lambda event)::
           ... its own record pending   -> notify it -> mark it sent     -> republished (an older key)
         other payload under either key -> park in DLQ (IDEMPOTENCY_CONFLICT)
     invalid message                    -> park in DLQ (INVALID_MESSAGE, ITEM_TOO_LARGE, ...)
+    order breaks the order_schema      -> park in DLQ (SCHEMA_VIOLATION)
     transient failure                  -> report in batchItemFailures; SQS redelivers
 
 Per batch, in stages, one after the other. Each stage is a function that takes records and returns
@@ -55,7 +56,7 @@ from typing import Any, TypeVar
 
 from .budget import DEFAULT_CAPACITY_BYTES, ByteBudget
 from .contract.batching import MAX_BATCH_ENTRIES
-from .contract.errors import IdempotencyConflictError, PermanentError, TransientError
+from .contract.errors import IdempotencyConflictError, PermanentError, SchemaViolationError, TransientError
 from .contract.keys import DEFAULT_IDENTITY_FIELDS
 from .contract.message import OrderMessage, parse_order_message
 from .contract.metric_names import (
@@ -66,12 +67,14 @@ from .contract.metric_names import (
     NOTIFICATIONS_REPUBLISHED,
     ORDERS_RECORDED,
     OUTCOME_METRICS,
+    SCHEMA_VIOLATIONS,
     TRANSIENT_FAILURES,
 )
 from .contract.names import STATUS_SENT
-from .contract.sns_ids import sns_group_id
+from .contract.notification import Notification, NotificationFormat, build_notification, with_event_id
+from .contract.order_schema import OrderSchema
 from .dead_letter import DeadLetterQueue, ParkRequest
-from .notifier import Notification, Notifier
+from .notifier import Notifier
 from .observability import logger
 from .store import ExistingEvent, ExistingOrder, OrderStore
 
@@ -102,6 +105,7 @@ class Outcome(enum.StrEnum):
     REPUBLISHED = "republished"
     CONFLICT = "conflict"
     INVALID = "invalid"
+    SCHEMA_VIOLATION = "schema_violation"
     RETRY = "retry"
 
 
@@ -123,9 +127,9 @@ class RecordResult:
         return self.outcome is Outcome.RETRY
 
 
-def outcome_counts(results: Iterable[RecordResult]) -> dict[str, int]:
-    """Counts per outcome metric (every metric present, zeros included)."""
-    counts = dict.fromkeys(OUTCOME_METRICS, 0)
+def outcome_counts(results: Iterable[RecordResult], *, schema: bool = False) -> dict[str, int]:
+    """Counts per outcome metric (every metric present, zeros included); ``SchemaViolations`` with ``schema``."""
+    counts = dict.fromkeys((*OUTCOME_METRICS, SCHEMA_VIOLATIONS) if schema else OUTCOME_METRICS, 0)
     for result in results:
         counts[ORDERS_RECORDED] += result.order_written
         if result.published:
@@ -134,6 +138,8 @@ def outcome_counts(results: Iterable[RecordResult]) -> dict[str, int]:
         counts[DUPLICATES_SKIPPED] += result.outcome is Outcome.DUPLICATE
         counts[CONFLICTS] += result.outcome is Outcome.CONFLICT
         counts[INVALID_MESSAGES] += result.outcome is Outcome.INVALID
+        if result.outcome is Outcome.SCHEMA_VIOLATION:
+            counts[SCHEMA_VIOLATIONS] = counts.get(SCHEMA_VIOLATIONS, 0) + 1
         counts[TRANSIENT_FAILURES] += result.outcome is Outcome.RETRY
     return counts
 
@@ -191,6 +197,8 @@ class Written:
 
     next: Next
     message: OrderMessage | None = None
+    #: What to publish (``Next.NOTIFY``), built from the order row before the message drops it.
+    notification: Notification | None = None
     order_written: bool = False
     republish: bool = False
     error: str | None = None
@@ -236,6 +244,8 @@ class OrderPipeline:
         notifier: Notifier,
         dead_letters: DeadLetterQueue,
         identity_fields: Sequence[str] = DEFAULT_IDENTITY_FIELDS,
+        notification_format: NotificationFormat = NotificationFormat(),  # noqa: B008 - frozen, shared
+        order_schema: OrderSchema | None = None,
         max_workers: int = DEFAULT_MAX_WORKERS,
         min_remaining_ms: int = DEFAULT_MIN_REMAINING_MS,
         notify_reserve_ms: int = DEFAULT_NOTIFY_RESERVE_MS,
@@ -247,6 +257,8 @@ class OrderPipeline:
         self._notifier = notifier
         self._dead_letters = dead_letters
         self._identity_fields = tuple(identity_fields)
+        self._notification_format = notification_format
+        self._order_schema = order_schema
         self._max_workers = max_workers
         self._min_remaining_ms = min_remaining_ms
         self._notify_reserve_ms = notify_reserve_ms
@@ -254,6 +266,11 @@ class OrderPipeline:
         self._executor_lock = threading.Lock()
         self._executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="order")
         self._lingering: list[Future[Any]] = []
+
+    @property
+    def validates_schema(self) -> bool:
+        """Whether records are checked against an ``order_schema`` (the handler then emits ``SchemaViolations``)."""
+        return self._order_schema is not None
 
     def close(self) -> None:
         """Stop the worker threads (a container never needs this; tests that build many pipelines do)."""
@@ -291,9 +308,7 @@ class OrderPipeline:
         pool = self._pool()
         try:
             written = self._write(pool, batch)
-            to_notify = {
-                i: Notification.of(w.message) for i, w in written.items() if w.next is Next.NOTIFY and w.message
-            }
+            to_notify = {i: w.notification for i, w in written.items() if w.next is Next.NOTIFY and w.notification}
             to_park = {i: w.park for i, w in written.items() if w.next is Next.PARK and w.park}
             published, parked = self._publish_and_park(pool, batch, to_notify, to_park)
             marked = self._mark(pool, batch, {i: to_notify[i] for i, error in published.items() if error is None})
@@ -370,12 +385,15 @@ class OrderPipeline:
                 raise TransientError("not started: the batch's parsing budget was held until its last start")
             try:
                 message = parse_order_message(body, record.get("messageAttributes") or {}, self._identity_fields)
+                if self._order_schema is not None:
+                    self._order_schema.check(body)
                 collision = self._store.record(message)
             finally:
                 self._budget.release(share)
-            message = message.without_item()
+            row, message = message.order_item, message.without_item()
             if collision is None:
-                return Written(Next.NOTIFY, message, order_written=True)
+                notification = build_notification(row, self._notification_format)
+                return Written(Next.NOTIFY, message, notification, order_written=True)
             if collision.payload_sha256 != message.payload_sha256:
                 if isinstance(collision, ExistingEvent):
                     raise IdempotencyConflictError(
@@ -386,18 +404,22 @@ class OrderPipeline:
                     f"(by event_id {collision.event_id!r:.80})"
                 )
             if isinstance(collision, ExistingEvent) and collision.status != STATUS_SENT:
-                # A previous delivery wrote the order but did not get to mark it sent: publish again.
-                return Written(Next.NOTIFY, message, republish=True)
+                # A previous delivery wrote the order but did not get to mark it sent: publish again
+                # (the stored row has this content: the same payload_sha256).
+                notification = build_notification(row, self._notification_format)
+                return Written(Next.NOTIFY, message, notification, republish=True)
             if (
                 isinstance(collision, ExistingOrder)
                 and collision.event_id != message.event_id
                 and self._store.adopt_pending(collision.event_id, message.payload_sha256)
             ):
                 # The row's own record is still pending (left by a version that keyed it otherwise):
-                # finish that record, under its own event id.
-                return Written(Next.NOTIFY, replace(message, event_id=collision.event_id), republish=True)
+                # finish that record, under its own event id (as the stored row has it).
+                notification = build_notification(with_event_id(row, collision.event_id), self._notification_format)
+                return Written(Next.NOTIFY, replace(message, event_id=collision.event_id), notification, republish=True)
             return Written(Next.SKIP, message)
         except PermanentError as exc:
+            message = message.without_item() if message else None  # parked from the record, not the row
             return Written(Next.PARK, message, error=f"{exc.error_code}: {exc}", park=exc)
         except TransientError as exc:
             return Written(Next.RETRY, message, error=f"{type(exc).__name__}: {exc}")
@@ -433,7 +455,7 @@ class OrderPipeline:
         else:
             by_group: dict[str, list[int]] = {}
             for index in indexes:
-                by_group.setdefault(sns_group_id(to_notify[index].order_id), []).append(index)
+                by_group.setdefault(to_notify[index].group_id, []).append(index)
             for group in by_group.values():
                 if not calls or len(calls[-1]) >= MAX_BATCH_ENTRIES:
                     calls.append([])
@@ -560,7 +582,11 @@ def _outcome(
             return Outcome.RETRY, NOT_FINISHED
         if parked[index] is not None:
             return Outcome.RETRY, f"{facts.error}; {parked[index]}"
-        return (Outcome.CONFLICT if isinstance(facts.park, IdempotencyConflictError) else Outcome.INVALID), facts.error
+        if isinstance(facts.park, IdempotencyConflictError):
+            return Outcome.CONFLICT, facts.error
+        if isinstance(facts.park, SchemaViolationError):
+            return Outcome.SCHEMA_VIOLATION, facts.error
+        return Outcome.INVALID, facts.error
     for stage in (published, marked):  # Next.NOTIFY: published, then marked
         if index not in stage:
             return Outcome.RETRY, NOT_FINISHED

@@ -30,6 +30,7 @@ from .config import Settings
 from .contract.errors import ConfigurationError, ReconciliationFailedError
 from .contract.metric_names import OLDEST_PENDING_AGE_SECONDS, PENDING_RECONCILED
 from .contract.names import RECONCILE_AFTER_VARIABLE
+from .contract.pending_index import ORDER_ROW_ATTRIBUTES
 from .notifier import Notifier
 from .observability import logger, metrics
 from .pending_records import PendingIndex
@@ -85,6 +86,7 @@ def build_reconciler(environ: Mapping[str, str], clients: ReconcilerClients) -> 
             client=clients.dynamodb,
             processed_events_table=settings.processed_events_table,
             order_records_table=settings.order_records_table,
+            order_row_attributes=settings.notification_format.row_attributes(ORDER_ROW_ATTRIBUTES),
         ),
         notifier=Notifier(client=clients.sns, topic_arn=settings.topic_arn),
         store=OrderStore(
@@ -94,6 +96,7 @@ def build_reconciler(environ: Mapping[str, str], clients: ReconcilerClients) -> 
             record_ttl_seconds=settings.record_ttl_seconds,
         ),
         reconcile_after_seconds=reconcile_after_seconds(environ),
+        notification_format=settings.notification_format,
     )
 
 

@@ -14,9 +14,10 @@ no copy of the message is left to redeliver it (the DLQ was dropped, or it expir
 
 Guarantees, and why:
 
-* **At least once, never a write of an order row.** A notification is rebuilt from the record
-  (``order_id``, ``payload_sha256``) after checking that the order row exists and was written by this
-  event with this fingerprint; a record failing that check is logged as an anomaly and left alone.
+* **At least once, never a write of an order row.** A notification is rebuilt from the order row
+  (:func:`order_consumer.contract.notification.build_notification`, as the consumer builds it) after
+  checking that the row exists and was written by this event with this fingerprint; a record failing
+  that check is logged as an anomaly and left alone.
 * **Resumes by itself.** Nothing is remembered between runs: what is still pending is still in the
   index, so the next run finds it. A crash anywhere leaves records pending (published or not) and
   the next run publishes them again; subscribers deduplicate on ``event_id``.
@@ -43,8 +44,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .contract.errors import OrderPipelineError, TransientError
+from .contract.notification import Notification, NotificationFormat, build_notification
 from .contract.pending_index import every_shard
-from .notifier import Notification, Notifier
+from .notifier import Notifier
 from .observability import logger
 from .pending_records import IndexEntry, OrderRow, PendingIndex, PendingRecord
 from .store import OrderStore
@@ -169,6 +171,7 @@ class Reconciler:
         notifier: Notifier,
         store: OrderStore,
         reconcile_after_seconds: float,
+        notification_format: NotificationFormat = NotificationFormat(),  # noqa: B008 - frozen, shared
         clock: Callable[[], float] = time.time,
         chunk_size: int = DEFAULT_CHUNK_SIZE,
         page_size: int = DEFAULT_PAGE_SIZE,
@@ -179,6 +182,7 @@ class Reconciler:
         self._notifier = notifier
         self._store = store
         self._after = reconcile_after_seconds
+        self._format = notification_format
         self._clock = clock
         self._chunk_size = chunk_size
         self._page_size = page_size
@@ -334,11 +338,8 @@ class Reconciler:
             if record.order_id in rows_unread:
                 left.append(record.created_at)
             elif self._row_matches(record, rows):
-                notifications.append(
-                    Notification(
-                        event_id=record.event_id, order_id=record.order_id, payload_sha256=record.payload_sha256
-                    )
-                )
+                # From the stored row, as the consumer builds it: the first notification again.
+                notifications.append(build_notification(rows[record.order_id].item, self._format))
             else:
                 report.anomalies += 1
                 left.append(record.created_at)

@@ -24,6 +24,7 @@ import boto3
 from botocore.config import Config
 
 from .config import Settings
+from .contract.order_schema import load_order_schema
 from .dead_letter import DeadLetterQueue
 from .notifier import Notifier
 from .pipeline import (
@@ -125,6 +126,9 @@ def build_pipeline(settings: Settings, clients: Clients) -> OrderPipeline:
             client_factory=None if sqs is not None else sqs_client,
         ),
         identity_fields=settings.identity_fields,
+        notification_format=settings.notification_format,
+        # The validator the construct generated into this asset (none without an order_schema).
+        order_schema=load_order_schema(__package__ or "order_consumer"),
     )
 
 

@@ -42,8 +42,8 @@ from .contract.names import (
     STATUS_SENT,
     TTL_ATTRIBUTE,
 )
+from .contract.notification import Notification
 from .contract.pending_index import PENDING_SHARD_ATTRIBUTE, PENDING_SINCE_ATTRIBUTE, pending_shard
-from .notifier import Notification
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient

@@ -55,6 +55,12 @@ class UnserializableValueError(InvalidMessageError, TypeError):
     """A value has no JSON form (a datetime, a set, a non-string field name, a cycle, ...)."""
 
 
+class SchemaViolationError(PermanentError):
+    """The order breaks the pipeline's ``order_schema`` (the message names the JSON path and the rule)."""
+
+    error_code = "SCHEMA_VIOLATION"
+
+
 class ItemTooLargeError(PermanentError):
     """The order would exceed DynamoDB's 400 KB item size limit."""
 

@@ -12,6 +12,9 @@ NOTIFICATIONS_PUBLISHED = "NotificationsPublished"
 NOTIFICATIONS_REPUBLISHED = "NotificationsRepublished"
 CONFLICTS = "Conflicts"
 INVALID_MESSAGES = "InvalidMessages"
+#: Orders that break the pipeline's ``order_schema`` (parked with ``SCHEMA_VIOLATION``): emitted, and alarmed on,
+#: only by a pipeline with one, so it is not in :data:`OUTCOME_METRICS`.
+SCHEMA_VIOLATIONS = "SchemaViolations"
 TRANSIENT_FAILURES = "TransientFailures"
 OUTCOME_METRICS = (
     ORDERS_RECORDED,

@@ -82,6 +82,10 @@ DEAD_LETTER_QUEUE_URL_VARIABLE = "DEAD_LETTER_QUEUE_URL"
 RECORD_TTL_SECONDS_VARIABLE = "RECORD_TTL_SECONDS"
 #: The comma-separated fields a key is derived from when a message carries none.
 IDENTITY_FIELDS_VARIABLE = "IDENTITY_FIELDS"
+#: The configured notification attributes: a JSON array of field paths (absent or empty: none).
+NOTIFICATION_ATTRIBUTES_VARIABLE = "NOTIFICATION_ATTRIBUTES"
+#: The notification body, ``thin`` or ``order`` (absent: ``thin``).
+NOTIFICATION_BODY_VARIABLE = "NOTIFICATION_BODY"
 #: The reconciler's only variable on top of the consumer's: how long a record must have been pending.
 RECONCILE_AFTER_VARIABLE = "RECONCILE_AFTER_SECONDS"
 #: What the consumer cannot start without.
