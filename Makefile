@@ -35,6 +35,12 @@ CDK := $(BIN)/npx --no-install cdk
 # cdk-nag 2.x (requirements-min.txt), in a virtualenv of their own.
 MIN_VENV := .venv-min
 MIN_STAMP := $(MIN_VENV)/.stamp-installed
+# make mutation: mutmut (requirements-mutation.txt) in a virtualenv of its own, made from the test venv's
+# interpreter (same Python, so libcst's compiled parts load in it); tools/mutation.py runs it with the
+# test stack's interpreter and packages. MUTATION_ARGS: e.g. --sample 300 --seed 20, --max-children 1.
+MUTATION_VENV := .venv-mutation
+MUTATION_STAMP := $(MUTATION_VENV)/.stamp-installed
+MUTATION_ARGS ?=
 # What make test-min leaves out: the snapshots and the data-loss gate compare templates of the pinned
 # aws-cdk-lib, the wheel test builds this repository, checkov runs from its own venv (make test runs them).
 MIN_TEST_ARGS ?= tests/infra --ignore=tests/infra/test_snapshots.py --ignore=tests/infra/test_stage_snapshots.py \
@@ -65,6 +71,11 @@ $(CHECKOV_STAMP): requirements-checkov.lock
 $(PARLIAMENT_STAMP): requirements-parliament.lock
 	@test -x $(PARLIAMENT_VENV)/bin/python || $(PYTHON) -m venv $(PARLIAMENT_VENV)
 	$(PARLIAMENT_VENV)/bin/$(PIP_INSTALL) --require-hashes -r requirements-parliament.lock
+	@touch $@
+
+$(MUTATION_STAMP): requirements-mutation.lock $(STAMP)
+	@test -x $(MUTATION_VENV)/bin/python || $(BIN)/python -m venv $(MUTATION_VENV)
+	$(MUTATION_VENV)/bin/$(PIP_INSTALL) --require-hashes -r requirements-mutation.lock
 	@touch $@
 
 $(MIN_STAMP): requirements-min.lock
@@ -118,6 +129,10 @@ dist: $(STAMP) ## Build the sdist and the wheel into dist/ and check them with t
 .PHONY: test-fast
 test-fast: $(STAMP) check-node ## The edit-run loop: every test not marked slow or e2e (no lint, no gate, no processes), on 2 workers
 	$(BIN)/python -m pytest -n 2 --dist loadfile -m "not slow and not e2e" $(PYTEST_ARGS)
+
+.PHONY: mutation
+mutation: $(STAMP) $(MUTATION_STAMP) ## Mutation score of the consumer core under the fast tests (mutmut; not in make test; docs/mutation.md)
+	$(BIN)/python tools/mutation.py run $(MUTATION_ARGS)
 
 .PHONY: test-min
 test-min: $(MIN_STAMP) ## The infrastructure tests at the lowest aws-cdk-lib and constructs pyproject.toml allows, with cdk-nag 2.x
@@ -184,9 +199,9 @@ snapshot-update: $(STAMP) ## Refresh the CloudFormation snapshots after a delibe
 # file PyPI has for each pinned version.
 LOCK_ARGS ?=
 .PHONY: lock
-lock: ## Write requirements-dev.lock, -checkov.lock, -parliament.lock and -min.lock (hashed) from requirements*.txt
+lock: ## Write requirements-dev.lock, -checkov.lock, -parliament.lock, -min.lock and -mutation.lock (hashed) from requirements*.txt
 	@test -x $(PIPTOOLS_VENV)/bin/pip-compile || ($(PYTHON) -m venv $(PIPTOOLS_VENV) && $(PIPTOOLS_VENV)/bin/$(PIP_INSTALL) pip-tools==$(PIP_TOOLS_VERSION))
-	for name in dev checkov parliament min; do \
+	for name in dev checkov parliament min mutation; do \
 	  CUSTOM_COMPILE_COMMAND="make lock" $(PIPTOOLS_VENV)/bin/pip-compile --quiet --generate-hashes --allow-unsafe \
 	    --strip-extras --no-emit-index-url --no-emit-find-links $(LOCK_ARGS) \
 	    --output-file requirements-$$name.lock requirements-$$name.txt; \
@@ -199,5 +214,5 @@ format: $(STAMP) ## Apply ruff's formatter and fixes
 
 .PHONY: clean
 clean: ## Remove the venv, node_modules and build output
-	rm -rf $(VENV) $(CHECKOV_VENV) $(PARLIAMENT_VENV) $(PIPTOOLS_VENV) $(MIN_VENV) node_modules cdk.out .sandbox .pytest_cache .mypy_cache .ruff_cache .hypothesis build dist *.egg-info
+	rm -rf $(VENV) $(CHECKOV_VENV) $(PARLIAMENT_VENV) $(PIPTOOLS_VENV) $(MIN_VENV) $(MUTATION_VENV) .mutation node_modules cdk.out .sandbox .pytest_cache .mypy_cache .ruff_cache .hypothesis build dist *.egg-info
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

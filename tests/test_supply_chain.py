@@ -18,6 +18,7 @@ LOCKS = {
     "requirements-dev.txt": "requirements-dev.lock",
     "requirements-checkov.txt": "requirements-checkov.lock",
     "requirements-parliament.txt": "requirements-parliament.lock",
+    "requirements-mutation.txt": "requirements-mutation.lock",
 }
 PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?==([^\s;\\]+)")
 

@@ -22,8 +22,9 @@ a skipped resource, a refused one) is logged to :data:`LOGGER`, which the server
    and resolves ``Fn::ImportValue`` only against a stack created that way, so ``ListExports`` is empty
    after ``cdk deploy``, an importing stack fails, and deleting the exporting stack fails on the
    missing export (a 500 page). Here exports are published after every change set, an export name
-   two stacks claim fails the second deploy, and a stack whose export another stack imports cannot
-   be deleted (CloudFormation's rule, which keeps the importer working).
+   two stacks claim fails the second deploy, and an export another stack imports can be neither
+   removed, nor changed by an update, nor deleted with its stack (CloudFormation's rules, which keep
+   the importer working: the update rolls back, the deletion is refused).
 4. **Generated names of FIFO queues.** CloudFormation names a ``FifoQueue`` without ``QueueName``
    ``<stack>-<logical id>-<suffix>.fifo`` within SQS's 80 characters; moto's generated name lacks
    ``.fifo`` (SQS refuses it) and may be cut to 80 characters. A FIFO topic without ``TopicName`` gets
@@ -344,7 +345,18 @@ def _publish_exports(backend: CloudFormationBackend, stack: Stack) -> None:
                 message=f"Export with name {export.name} is already exported by stack "
                 f"{owner.exporting_stack_id.split('/')[1]}",
             )
-    for name in [name for name, export in backend.exports.items() if export.exporting_stack_id == stack.stack_id]:
+    new_values = {export.name: export.value for export in exports}
+    own = [name for name, export in backend.exports.items() if export.exporting_stack_id == stack.stack_id]
+    for name in own:
+        change = "delete" if name not in new_values else "update"
+        if change == "update" and new_values[name] == backend.exports[name].value:
+            continue
+        importers = _importers(backend, name, stack)
+        if importers:  # CloudFormation's rule: the importer would be left pointing at nothing
+            raise ValidationError(
+                stack.stack_id, message=f"Cannot {change} export {name} as it is in use by {', '.join(importers)}"
+            )
+    for name in own:
         del backend.exports[name]
     for export in exports:
         backend.exports[export.name] = export

@@ -56,9 +56,11 @@ def log_stream() -> Iterator[io.StringIO]:
     stream = io.StringIO()
     registered = logger.registered_handler
     assert isinstance(registered, logging.StreamHandler)
-    previous = registered.setStream(stream)
+    # Swapped without setStream, which flushes the stream it replaces: in a process that runs pytest
+    # more than once (mutmut), that is the first session's captured stdout, closed since.
+    previous, registered.stream = registered.stream, stream
     yield stream
-    registered.setStream(previous)
+    registered.stream = previous
 
 
 def test_metrics_one_log_line_per_batch_and_one_per_parked_or_failed_record(

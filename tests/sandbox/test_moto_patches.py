@@ -240,6 +240,10 @@ def test_apply_is_idempotent_and_revert_restores_moto() -> None:
     moto_patches.revert()
     # THEN moto's own method is back
     assert not moto_patches.is_applied()
+    # AND every CloudFormation function the fixes replaced is moto's again
+    replaced = moto_cloudformation._PATCHES
+    assert replaced
+    assert [name for owner, name, fix in replaced if getattr(owner, name) is fix] == []
 
 
 def test_sqs_clock_reads_the_same_time_as_moto() -> None:
@@ -773,24 +777,38 @@ def test_cdk_deploy_of_fifo_cross_stack_and_a_failed_then_corrected_deploy(tmp_p
         [inbox] = [url for url in sqs.list_queues()["QueueUrls"] if "/Subscriber-Inbox" in url]
         assert [m["Body"] for m in sqs.receive_message(QueueUrl=inbox, WaitTimeSeconds=1)["Messages"]] == ["order 1"]
 
-        # WHEN both stacks are deleted (the importer first) while the orders queue is retained
+        # WHEN every stack is deleted (the importer first): the orders pipeline keeps its queues and
+        # tables (RETAIN, the construct's default), the payments pipeline keeps nothing (DESTROY)
         orders_function = next(
             r["PhysicalResourceId"]
             for r in cloudformation.list_stack_resources(StackName="Orders")["StackResourceSummaries"]
             if r["ResourceType"] == "AWS::Lambda::Function" and "Reconcil" not in r["LogicalResourceId"]
         )
+        lambda_client = endpoint.client("lambda")
+        assert lambda_client.list_event_source_mappings(FunctionName=orders_function)["EventSourceMappings"]
         run_cdk(
             endpoint,
-            ["destroy", "Subscriber", "Orders", "--force", "--ci", "--output", str(tmp_path / "cdk.out")],
+            ["destroy", "--all", "--force", "--ci", "--output", str(tmp_path / "cdk.out")],
             app_dir=CFN_APP,
         )
         # THEN no mapping of the deleted function is left, and a send to the retained queue works
-        lambda_client = endpoint.client("lambda")
-        assert lambda_client.list_event_source_mappings(FunctionName=orders_function)["EventSourceMappings"] == []
+        assert lambda_client.list_event_source_mappings()["EventSourceMappings"] == []
         [orders_queue] = [u for u in sqs.list_queues()["QueueUrls"] if "/Orders-PipelineQueue" in u]
         sqs.send_message(QueueUrl=orders_queue, MessageBody="{}")
         # AND the orders stack's export went with it
         assert export["Name"] not in {e["Name"] for e in cloudformation.list_exports()["Exports"]}
+        # AND nothing of the payments pipeline is left: queues, tables, topic, functions, schedule, logs, roles
+        left = [
+            *sqs.list_queues()["QueueUrls"],
+            *endpoint.client("dynamodb").list_tables()["TableNames"],
+            *(t["TopicArn"] for t in endpoint.client("sns").list_topics()["Topics"]),
+            *(f["FunctionName"] for f in lambda_client.list_functions()["Functions"]),
+            *(r["Name"] for r in endpoint.client("events").list_rules()["Rules"]),
+            *(g["logGroupName"] for g in endpoint.client("logs").describe_log_groups()["logGroups"]),
+            *(r["RoleName"] for r in endpoint.client("iam").list_roles()["Roles"]),
+        ]
+        assert any("Orders-" in name for name in left)  # the search finds what is there
+        assert [name for name in left if "Payments-" in name] == []
 
 
 def test_an_unsupported_template_function_fails_the_deploy_naming_it(cfn: Any) -> None:
@@ -845,3 +863,24 @@ def test_docs_name_every_skipped_type_and_every_evaluated_function() -> None:
     assert named >= moto_cloudformation.SKIPPABLE_TYPES
     functions = {name for name in named if name.startswith("Fn::")}
     assert functions == moto_cloudformation.SUPPORTED_INTRINSICS | {"Fn::Cidr"}
+
+
+def test_an_update_that_drops_or_changes_an_imported_export_rolls_back(cfn: Any) -> None:
+    # GIVEN an exporting stack and a stack importing its export
+    _deploy(cfn, "Orders", EXPORTING)
+    _deploy(cfn, "Subscriber", IMPORTING)
+    before = cfn.list_exports()["Exports"]
+    # WHEN an update of the exporter drops the export, then another one changes its value
+    dropped = {"Resources": EXPORTING["Resources"]}
+    changed = {**EXPORTING, "Outputs": {"TopicArn": {"Value": "another", "Export": {"Name": "Orders:TopicArn"}}}}
+    # THEN each is refused as CloudFormation refuses it, and rolled back: the export is unchanged
+    assert _deploy(cfn, "Orders", dropped) == "UPDATE_ROLLBACK_COMPLETE"
+    assert _deploy(cfn, "Orders", changed) == "UPDATE_ROLLBACK_COMPLETE"
+    reasons = [reason for _, _, reason in _failed_events(cfn, "Orders")]
+    assert "Cannot delete export Orders:TopicArn as it is in use by Subscriber" in reasons[-1]
+    assert "Cannot update export Orders:TopicArn as it is in use by Subscriber" in reasons[0]
+    assert cfn.list_exports()["Exports"] == before
+    # AND once the importer is gone, the same update goes through
+    cfn.delete_stack(StackName="Subscriber")
+    assert _deploy(cfn, "Orders", dropped) == "UPDATE_COMPLETE"
+    assert cfn.list_exports()["Exports"] == []
