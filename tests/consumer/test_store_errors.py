@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from botocore.exceptions import ClientError
+from botocore.exceptions import ClientError, EndpointConnectionError
 
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.errors import (
     ItemTooLargeError,
@@ -102,3 +102,27 @@ def test_a_pending_check_whose_condition_fails_answers_false() -> None:
     adopted = store.adopt_pending("evt-1", "sha")
     # THEN nothing is left to notify for it, and no error is raised
     assert adopted is False
+
+
+class UnreachableClient:
+    """A DynamoDB client that cannot reach its endpoint."""
+
+    def update_item(self, **_: Any) -> None:
+        raise EndpointConnectionError(endpoint_url="https://dynamodb.eu-west-1.amazonaws.com")
+
+
+def test_an_unreachable_store_is_a_store_failure_naming_the_endpoint() -> None:
+    # GIVEN DynamoDB cannot be reached
+    store = OrderStore(
+        client=UnreachableClient(),  # type: ignore[arg-type]
+        processed_events_table="events",
+        order_records_table="orders",
+        record_ttl_seconds=60,
+    )
+    # WHEN the pending check is made
+    with pytest.raises(StoreUnavailableError) as raised:
+        store.adopt_pending("evt-1", "sha")
+    # THEN it is a transient store failure whose message says why
+    assert str(raised.value) == (
+        'DynamoDB unreachable: Could not connect to the endpoint URL: "https://dynamodb.eu-west-1.amazonaws.com"'
+    )
