@@ -86,13 +86,20 @@ class TrafficPlan:
         return len({message.event_id for message in self.messages if message.kind != "invalid"})
 
 
+#: Where the demo's orders go; the app's fulfilment subscriber acts on the German ones only.
+COUNTRIES = ("DE", "FR", "NL", "AT", "US")
+TIERS = ("standard", "silver", "gold")
+
+
 def _order_body(rng: random.Random, order_id: str) -> dict[str, Any]:
+    """An order of the shape app.py's ``order_schema`` describes."""
     return {
         "order_id": order_id,
-        "customer_id": f"customer-{rng.randint(1, 40):03d}",
+        "customer": {"id": f"customer-{rng.randint(1, 40):03d}", "tier": rng.choice(TIERS)},
+        "country": rng.choice(COUNTRIES),
         "amount": round(rng.randint(100, 99_999) / 100, 2),
         "currency": rng.choice(["EUR", "USD", "GBP"]),
-        "lines": [
+        "items": [
             {"sku": f"sku-{rng.randint(1, 500):04d}", "quantity": rng.randint(1, 5)} for _ in range(rng.randint(1, 3))
         ],
     }
