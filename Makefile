@@ -185,6 +185,10 @@ reliability: $(STAMP) ## Long chaos profile (10,000 generated scenarios, 5,000 f
 	KILL_CHAOS_KILLS=$(KILL_CHAOS_KILLS) $(BIN)/python -m pytest tests/reliability/test_kills.py -p no:logging -q
 	$(SANDBOX) demo --orders 8000 --crash-rate 0.05
 
+.PHONY: verify
+verify: $(STAMP) ## Every interleaving of the real consumer at the published bounds (tests/verify/bounds.py), then the negative controls
+	PYTHONPATH=$(CURDIR):$(CURDIR)/infra $(BIN)/python -m tests.verify
+
 .PHONY: snapshot-update
 snapshot-update: $(STAMP) ## Refresh the CloudFormation snapshots after a deliberate change
 	$(BIN)/python -m pytest tests --snapshot-update -m "not e2e" -k snapshot

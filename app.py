@@ -25,15 +25,56 @@ from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
-from aws_cdk import aws_cloudwatch_actions, aws_lambda, aws_sns
+from aws_cdk import aws_cloudwatch_actions, aws_dynamodb, aws_lambda, aws_sns
 from constructs import Construct
 
-from idempotent_order_pipeline import IdempotentOrderPipeline, nag
+from idempotent_order_pipeline import IdempotentOrderPipeline, IdempotentSubscriber, nag
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract import names
 
+# The app's own outputs beside the contract's, defined where make demo reads them.
+from order_pipeline_sandbox.worked_app import (
+    FULFILMENT_DEAD_LETTER_QUEUE_URL_OUTPUT,
+    FULFILMENT_QUEUE_URL_OUTPUT,
+    SHIPMENT_COUNTERS_TABLE_OUTPUT,
+)
+
 CDK_JSON = Path(__file__).resolve().parent / "cdk.json"
+#: The fulfilment subscriber's code: the worked example's counter handler (``shipping.handler``),
+#: deployed from where it lives rather than copied.
+FULFILMENT_CODE = Path(__file__).resolve().parent / "examples" / "subscriber" / "subscriber_lambda"
 STACK_ID = "OrderPipeline"
 REMOVAL_POLICIES = {"destroy": cdk.RemovalPolicy.DESTROY, "retain": cdk.RemovalPolicy.RETAIN}
+#: What an order is, for every stage: the consumer parks anything else as SCHEMA_VIOLATION before any
+#: write, and ``order-pipeline send`` / ``OrderPublisher`` refuse it with the same message.
+ORDER_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "required": ["order_id", "amount", "currency", "country", "customer", "items"],
+    "properties": {
+        "order_id": {"type": "string", "minLength": 1},
+        "amount": {"type": "number", "minimum": 0},
+        "currency": {"enum": ["EUR", "USD", "GBP"]},
+        "country": {"type": "string", "pattern": "^[A-Z]{2}$"},
+        "customer": {
+            "type": "object",
+            "required": ["id", "tier"],
+            "properties": {"id": {"type": "string"}, "tier": {"enum": ["standard", "silver", "gold"]}},
+        },
+        "items": {
+            "type": "array",
+            "minItems": 1,
+            "items": {
+                "type": "object",
+                "required": ["sku", "quantity"],
+                "properties": {"sku": {"type": "string"}, "quantity": {"type": "integer", "minimum": 1}},
+            },
+        },
+    },
+}
+#: Order fields every notification carries as SNS message attributes, for subscribers' filter policies.
+NOTIFICATION_ATTRIBUTES = ("country", "amount", "customer.tier")
+#: The fulfilment subscriber acts on the orders of this country only (an SNS filter policy).
+FULFILMENT_COUNTRY = "DE"
 #: What an ``environments`` entry may hold (anything else is a typo and fails the synth).
 ENVIRONMENT_KEYS = frozenset(
     {
@@ -95,7 +136,7 @@ class EnvironmentSettings:
 
 
 class OrderPipelineStack(cdk.Stack):
-    """The pipeline and the outputs the sandbox and the operator CLI read."""
+    """The pipeline with its order schema, the fulfilment subscriber, and the outputs the sandbox and the CLI read."""
 
     def __init__(
         self,
@@ -134,8 +175,37 @@ class OrderPipelineStack(cdk.Stack):
             alarm_evaluation_periods=settings.alarm_evaluation_periods,
             powertools_layer=powertools_layer,
             alarm_actions=alarm_actions,
+            order_schema=ORDER_SCHEMA,
+            notification_attributes=NOTIFICATION_ATTRIBUTES,
         )
         pipeline = self.pipeline
+        # Fulfilment ships each German order once: the team's counter table, written in one
+        # transaction with the subscriber's done mark (docs/subscriber.md, worked example (a)).
+        self.shipment_counters = aws_dynamodb.Table(
+            self,
+            "ShipmentCounters",
+            partition_key=aws_dynamodb.Attribute(name="order_id", type=aws_dynamodb.AttributeType.STRING),
+            billing_mode=aws_dynamodb.BillingMode.PAY_PER_REQUEST,
+            point_in_time_recovery_specification=aws_dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True
+            ),
+            removal_policy=settings.removal_policy,
+            deletion_protection=settings.removal_policy != cdk.RemovalPolicy.DESTROY,
+        )
+        self.fulfilment = IdempotentSubscriber(
+            self,
+            "Fulfilment",
+            pipeline=pipeline,
+            code=aws_lambda.Code.from_asset(str(FULFILMENT_CODE), exclude=["__pycache__", "*.pyc"]),
+            handler="shipping.handler",
+            environment={"COUNTERS_TABLE": self.shipment_counters.table_name},
+            filter_policy={"country": aws_sns.SubscriptionFilter.string_filter(allowlist=[FULFILMENT_COUNTRY])},
+            removal_policy=settings.removal_policy,
+            alarm_actions=alarm_actions,
+            oldest_message_age_threshold=settings.oldest_message_age_threshold,
+            alarm_evaluation_periods=settings.alarm_evaluation_periods,
+        )
+        self.fulfilment.grant_effect_writes(self.shipment_counters)
         # Output keys are a contract (sandbox, CLI): never rename them. No exports: nothing imports them.
         for key, value, description in (
             (names.QUEUE_URL_OUTPUT, pipeline.queue.queue_url, "Send orders here"),
@@ -144,6 +214,16 @@ class OrderPipelineStack(cdk.Stack):
             (names.ORDER_RECORDS_TABLE_OUTPUT, pipeline.order_records_table.table_name, "One row per order"),
             (names.TOPIC_ARN_OUTPUT, pipeline.topic.topic_arn, "Order notifications"),
             (names.FUNCTION_NAME_OUTPUT, pipeline.function.function_name, "The consumer function"),
+        ):
+            cdk.CfnOutput(self, key, value=value, description=description)
+        for key, value, description in (
+            (SHIPMENT_COUNTERS_TABLE_OUTPUT, self.shipment_counters.table_name, "Shipments per order (fulfilment)"),
+            (FULFILMENT_QUEUE_URL_OUTPUT, self.fulfilment.queue.queue_url, "Fulfilment notifications"),
+            (
+                FULFILMENT_DEAD_LETTER_QUEUE_URL_OUTPUT,
+                self.fulfilment.dead_letter_queue.queue_url,
+                "Parked notifications",
+            ),
         ):
             cdk.CfnOutput(self, key, value=value, description=description)
 

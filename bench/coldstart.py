@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 _PROBE = (
-    "import time, importlib, os\n"
+    "import contextlib, importlib, io, os, time\n"
+    "from bench.lambda_context import Context\n"
     "wall, cpu = time.perf_counter(), time.process_time()\n"
     "module = importlib.import_module({module!r})\n"
     "imported, imported_cpu = time.perf_counter(), time.process_time()\n"
@@ -36,8 +37,6 @@ _PROBE = (
     "    module.configure(dynamodb=boto3.client('dynamodb'), sns=boto3.client('sns'),\n"
     "                     env={{n: os.environ[n] for n in names}})\n"
     "else:\n"
-    "    import contextlib, io\n"
-    "    from bench.worker import Context\n"
     "    with contextlib.redirect_stdout(io.StringIO()):\n"
     "        module.handler({{'Records': []}}, Context())\n"
     "done, done_cpu = time.perf_counter(), time.process_time()\n"

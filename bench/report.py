@@ -466,14 +466,23 @@ def headline(results: Mapping[str, Any]) -> str:
     capped = results["lambda_cpu"][str(memory)]
     names = [n for n in LAMBDA_CPU_CONSUMERS if n in consumers and n in capped["consumers"]]
     latency = _number(results["latency_ms_per_call"])
+    fixed = results["fixed_monthly_usd"]
     rows = [
         (
             f"batch of 10 new orders, {latency} ms per AWS call, median ms"
             + ("" if capped["capped"] else " (CPU NOT capped)"),
             [f"{capped['consumers'][n]['batch10_ms']:.0f}" for n in names],
         ),
-        ("USD per million orders", [f"{consumers[n]['usd_per_million']:.2f}" for n in names]),
+        (
+            "USD per million orders (`usd_per_million`), the sum of:",
+            [f"{consumers[n]['usd_per_million']:.2f}" for n in names],
+        ),
+        *(
+            (f"&nbsp;&nbsp;{line.replace('_', ' ')}", [f"{consumers[n]['usd_breakdown'][line]:.4f}" for n in names])
+            for line in consumers[names[0]]["usd_breakdown"]
+        ),
         ("AWS calls per message, first delivery", [f"{consumers[n]['calls_per_msg_first']:g}" for n in names]),
+        ("cold start (import + clients), ms", [f"{consumers[n]['cold_start_ms']:.0f}" for n in names]),
         ("cold import, ms", [f"{consumers[n]['cold_import_ms']:.0f}" for n in names]),
         ("duplicate rows, every message delivered twice", [f"{consumers[n]['duplicate_rows']:,}" for n in names]),
     ]
@@ -482,6 +491,10 @@ def headline(results: Mapping[str, Any]) -> str:
         f"| at {memory:,} MB | " + " | ".join(names) + " |",
         "|---|" + "---:|" * len(names),
         *(f"| {label} | " + " | ".join(values) + " |" for label, values in rows),
+        "",
+        "Not per order (the default pipeline, any volume, free tiers ignored): "
+        + ", ".join(f"{name.replace('_', ' ')} ${value:.2f}" for name, value in fixed.items() if name != "total")
+        + f", ${fixed['total']:.2f} a month in all (`fixed_monthly_usd`).",
         HEADLINE_END,
     ]
     return "\n".join(lines) + "\n"

@@ -19,9 +19,16 @@ MAX_BATCH_RATIO_SEED = 0.25
 MAX_BATCH_RATIO_POWERTOOLS = 0.20
 MAX_BATCH_RATIO_SEED_512 = 0.50
 MAX_CPU_MS_PER_RECORD = 3.5
-MAX_CALLS_PER_BATCH_NEW = 12
-MAX_USD_RATIO_SEED = 0.90
+#: A transaction and a sent mark per record, one PublishBatch: issue 21 makes each mark a
+#: non-transactional UpdateItem (1 WRU, from 2 in one TransactWriteItems of every mark), which costs
+#: 9 calls per batch more than issue 12's 12. PartiQL's BatchExecuteStatement would carry the marks
+#: in one call at 1 WRU each, but moto (which every behavioural suite runs on) cannot parse an
+#: UPDATE with REMOVE, so that path could not be tested.
+MAX_CALLS_PER_BATCH_NEW = 2 * BATCH_SIZE + 1
 REDELIVERY_CALLS = 1
+#: Issue 21's targets: every cost counted (``usd_breakdown``), and import plus clients.
+MAX_USD_RATIO_SEED = 0.80
+MAX_COLD_START_RATIO_POWERTOOLS = 0.80
 #: The consumers of ``lambda_cpu`` in results.json.
 LAMBDA_CPU_CONSUMERS = ("seed", "powertools", "ours")
 
@@ -126,6 +133,7 @@ class Figures:
             "rru_per_msg": round(self.rru_per_msg, 3),
             "usd_per_million": round(self.usd_per_million, 4),
             "cold_import_ms": round(self.cold_import_ms, 1),
+            "cold_start_ms": round(self.cold_start_ms, 1),
             "duplicate_rows": self.duplicate_rows,
             "index_wru_per_msg": round(self.index_wru_per_msg, 3),
             "usd_breakdown": breakdown(self.cost),
@@ -332,16 +340,18 @@ def targets(results: dict[str, Figures], lambda_cpu: dict[int, MemoryFigures], d
             met=ratio <= MAX_USD_RATIO_SEED,
             detail=(
                 f"${ours.usd_per_million:.4f} vs ${seed.usd_per_million:.4f} = {ratio:.2f}x at {default_memory_mb} MB "
-                f"(powertools ${powertools.usd_per_million:.4f}; every line: the cost table)"
+                f"(powertools ${powertools.usd_per_million:.4f}; every line: the cost table); "
+                + _usd_floor_text(ours, seed)
             ),
         )
     )
+    start_ratio = ours.cold_start_ms / powertools.cold_start_ms
     checks.append(
         Target(
-            name="cold start (import + clients): ours <= powertools consumer",
-            met=ours.cold_start_ms <= powertools.cold_start_ms,
+            name=f"cold start (import + clients): ours <= {MAX_COLD_START_RATIO_POWERTOOLS:.2f}x powertools consumer",
+            met=start_ratio <= MAX_COLD_START_RATIO_POWERTOOLS,
             detail=(
-                f"{ours.cold_start_ms:.0f} vs {powertools.cold_start_ms:.0f} ms, min of "
+                f"{ours.cold_start_ms:.0f} vs {powertools.cold_start_ms:.0f} ms = {start_ratio:.2f}x, min of "
                 f"{len(ours.cold_import_samples_ms)} fresh interpreters (CPU {ours.cold_start_cpu_ms:.0f} vs "
                 f"{powertools.cold_start_cpu_ms:.0f} ms; import alone {ours.cold_import_ms:.0f} vs "
                 f"{powertools.cold_import_ms:.0f} ms)"
@@ -349,6 +359,23 @@ def targets(results: dict[str, Figures], lambda_cpu: dict[int, MemoryFigures], d
         )
     )
     return checks
+
+
+#: The lines every consumer that writes the seed's transaction and sent mark pays whatever else it
+#: does: those table writes, the producer's sends, the event source mapping's receives and deletes,
+#: Lambda's requests.
+FLOOR_LINES = ("dynamodb_table_writes", "sqs_producer_sends", "sqs_receives_and_deletes", "lambda_requests")
+
+
+def _usd_floor_text(ours: Figures, seed: Figures) -> str:
+    """What no design of ours can go below while it writes the same items (the ratio target's reach)."""
+    floor = sum(seed.cost.as_dict()[line] for line in FLOOR_LINES)
+    rest = ours.usd_per_million - sum(ours.cost.as_dict()[line] for line in FLOOR_LINES)
+    return (
+        f"the seed's transaction and mark plus the SQS and Lambda request lines cost ${floor:.4f} for any consumer "
+        f"({MAX_USD_RATIO_SEED:.2f}x the seed is ${MAX_USD_RATIO_SEED * seed.usd_per_million:.4f}); "
+        f"ours spends ${rest:.4f} on everything else"
+    )
 
 
 def _ops_text(by_operation: dict[str, float]) -> str:

@@ -28,6 +28,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from bench.lambda_context import Context
+
 #: The module each consumer's handler lives in.
 MODULES = {
     "naive": "bench.consumers.naive",
@@ -41,21 +43,6 @@ PEER_VARIABLES = {
     "seed": ("PROCESSED_EVENTS_TABLE", "ORDER_RECORDS_TABLE", "TOPIC_ARN"),
     "powertools": ("IDEMPOTENCY_TABLE", "ORDER_RECORDS_TABLE", "TOPIC_ARN"),
 }
-
-
-class Context:
-    """The Lambda context attributes the handlers read."""
-
-    function_name = "order-consumer"
-    function_version = "$LATEST"
-    memory_limit_in_mb = 512
-    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:order-consumer"
-    aws_request_id = "00000000-0000-4000-8000-000000000000"
-    log_group_name = "/aws/lambda/order-consumer"
-    log_stream_name = "bench"
-
-    def get_remaining_time_in_millis(self) -> int:
-        return 60_000
 
 
 def load_handler(name: str) -> Callable[[dict[str, Any], Any], Any]:

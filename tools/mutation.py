@@ -9,8 +9,9 @@ level, the tests, bench and pyproject.toml (whose ``[tool.mutmut]`` names the co
     python tools/mutation.py run [--max-children N] [--sample K --seed S] [--reuse]   # stage, run, report
     python tools/mutation.py report                                        # report the last run
 
-``--sample K`` runs K mutants drawn with ``random.Random(S)`` from all of them (the report says so);
-``--reuse`` keeps the staging directory, its generated mutants and test stats (after an interrupted run).
+``--sample K`` runs the first K mutants of all of them shuffled by ``random.Random(S)`` (the report says
+so); ``--reuse`` keeps the staging directory, its mutants, test stats and results, and runs only the
+mutants without a result (after an interrupted run).
 The report lists per module killed / total, and every survivor with its diff.
 """
 
@@ -157,12 +158,17 @@ def main() -> int:
             if not _metas():
                 _mutmut(["run", "--max-children", str(args.max_children), "nothing.matches*"], args.python, site)
             every = sorted(name for codes in _metas().values() for name in codes)
-            draw = random.Random(args.seed)  # noqa: S311 - a reproducible sample, not a secret
-            names = sorted(draw.sample(every, min(args.sample, len(every))))
+            # A prefix of a seeded shuffle: a uniform sample, and a smaller sample is part of a larger one.
+            shuffled = random.Random(args.seed).sample(every, len(every))  # noqa: S311 - reproducible, not a secret
+            names = sorted(shuffled[: args.sample])
             sample_file.write_text(json.dumps({"seed": args.seed, "of": len(every), "names": names}), "utf-8")
-        done = _mutmut(["run", "--max-children", str(args.max_children), *names], args.python, site)
-        if done.returncode:
-            return done.returncode
+            if args.reuse:  # only what has no result yet
+                finished = {name for codes in _metas().values() for name, code in codes.items() if code is not None}
+                names = [name for name in names if name not in finished]
+        if names or not args.sample:  # no names: mutmut runs every mutant
+            done = _mutmut(["run", "--max-children", str(args.max_children), *names], args.python, site)
+            if done.returncode:
+                return done.returncode
     sampled = None
     if sample_file.exists():
         sample = json.loads(sample_file.read_text("utf-8"))

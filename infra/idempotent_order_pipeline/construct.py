@@ -73,6 +73,8 @@ WARNING_PREFIX = "idempotent-order-pipeline"
 # SNS SSE without a customer key: the AWS managed key for SNS (its key policy lets principals of
 # the account use it through SNS, so nothing to grant).
 AWS_MANAGED_SNS_KEY = "alias/aws/sns"
+#: With ``snap_start``: the alias the event source mapping invokes.
+FUNCTION_ALIAS_NAME = "live"
 #: The only subscription protocol an SNS FIFO topic delivers to (SQS FIFO or standard queues; SNS
 #: developer guide, "Message delivery for FIFO topics": Lambda, HTTP(S), email, SMS are refused).
 FIFO_TOPIC_PROTOCOLS = ("sqs",)
@@ -298,6 +300,12 @@ class IdempotentOrderPipeline(Construct):
     :param tracing: X-Ray active tracing on the function (and its X-Ray permissions). The
         handler does not instrument its AWS calls, so traces show the invocation only.
         Default: False (no tracing, no X-Ray permissions).
+    :param snap_start: Lambda SnapStart: each deployment that changes the function publishes a
+        version whose initialized environment Lambda snapshots; the alias ``function_alias``
+        (``live``) points at it and the queue's event source mapping invokes the alias, so cold
+        starts resume from the snapshot. After a restore the handler makes new AWS clients and a
+        new random seed (``order_consumer.snapstart``). Python SnapStart bills snapshot caching and
+        each restore. Default: False (no version, no alias; the mapping invokes ``$LATEST``).
     :param reconcile_every: how often the reconciler (a second function, ``reconciliation.function``) notifies
         records left ``pending`` with no copy of their message to redeliver them (the DLQ was
         dropped or expired); a whole number of minutes, or None for no reconciler. At most what
@@ -371,6 +379,7 @@ class IdempotentOrderPipeline(Construct):
         fifo_high_throughput: bool = DEFAULTS.fifo_high_throughput,
         provisioned_pollers: aws_lambda.ProvisionedPollerConfig | None = DEFAULTS.provisioned_pollers,
         tracing: bool = DEFAULTS.tracing,
+        snap_start: bool = DEFAULTS.snap_start,
         alarm_actions: Sequence[aws_cloudwatch.IAlarmAction] = DEFAULTS.alarm_actions,
         ok_actions: bool = DEFAULTS.ok_actions,
         alarm_name_prefix: str | None = DEFAULTS.alarm_name_prefix,
@@ -407,6 +416,8 @@ class IdempotentOrderPipeline(Construct):
         """One row per order (``order_id``), written in the same transaction as its event record."""
         self.topic: aws_sns.ITopic = self._topic()
         """Where each recorded order is announced, at least once (see :meth:`add_subscription`)."""
+        self.function_alias: aws_lambda.Alias | None = None
+        """With ``snap_start``: the alias (``live``) on the latest published version, which the queue invokes."""
         self.function: aws_lambda.Function = self._create_function()
         """The consumer Lambda function."""
         self.vpc_endpoints: Mapping[str, aws_ec2.IVpcEndpoint] = MappingProxyType(self._create_vpc_endpoints())
@@ -627,6 +638,7 @@ class IdempotentOrderPipeline(Construct):
             "memory_size": props.memory_size,
             "timeout": props.function_timeout,
             "tracing": aws_lambda.Tracing.ACTIVE if props.tracing else None,
+            "snap_start": aws_lambda.SnapStartConf.ON_PUBLISHED_VERSIONS if props.snap_start else None,
             "log_group": log_group,
             "role": role,
             "environment": self._environment(),
@@ -652,7 +664,14 @@ class IdempotentOrderPipeline(Construct):
                 else None
             ),
         )
-        function.add_event_source(self._event_source)
+        if props.snap_start:
+            # SnapStart applies to published versions only: the mapping invokes the alias, never $LATEST.
+            self.function_alias = aws_lambda.Alias(
+                self, "FunctionAlias", alias_name=FUNCTION_ALIAS_NAME, version=function.current_version
+            )
+            self.function_alias.add_event_source(self._event_source)
+        else:
+            function.add_event_source(self._event_source)
         self._acknowledge_findings(function, role)
         return function
 
@@ -811,7 +830,7 @@ class IdempotentOrderPipeline(Construct):
             "to the dead-letter queue.",
         )
         nag.acknowledge(
-            function,
+            self.function_alias or function,  # the mapping is the alias's child with snap_start
             "Serverless",
             "Serverless-LambdaEventSourceMappingDestination",
             "On-failure destinations exist for stream and Kafka event sources, not SQS: for an SQS "

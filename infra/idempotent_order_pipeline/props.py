@@ -114,6 +114,7 @@ class PipelineProps:
     fifo_high_throughput: bool = False
     provisioned_pollers: aws_lambda.ProvisionedPollerConfig | None = None
     tracing: bool = False
+    snap_start: bool = False
     alarm_actions: Sequence[aws_cloudwatch.IAlarmAction] = ()
     ok_actions: bool = True
     alarm_name_prefix: str | None = None
@@ -227,6 +228,7 @@ _ALLOWED_TYPE_TEXT = {
     "create_vpc_endpoints": "True or False",
     "fifo_high_throughput": "True or False",
     "tracing": "True or False",
+    "snap_start": "True or False",
     "ok_actions": "True or False",
     "dashboard": "True or False",
     "create_alarms": "True or False",

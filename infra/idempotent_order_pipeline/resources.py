@@ -124,6 +124,7 @@ OWNED_FUNCTION_KEYS: Mapping[str, str] = {
     "timeout": "use function_timeout=",
     "reserved_concurrent_executions": "use reserved_concurrency=",
     "tracing": "use tracing=",
+    "snap_start": "use snap_start=",
     "vpc": "use vpc=",
     "vpc_subnets": "use vpc_subnets=",
     "security_groups": "use security_groups=",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 import itertools
+import sys
 
 import pytest
 from hypothesis import given
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.batching import (
     MAX_BATCH_BYTES,
     MAX_BATCH_ENTRIES,
+    NOT_SQS_TEXT,
     batch_calls,
     constrained_batches,
     message_bytes,
@@ -161,3 +163,22 @@ def test_batch_calls_applies_the_services_limits_and_sends_an_oversized_message_
     batches = list(batch_calls(sizes, get_len=int))
     # THEN calls hold at most 10 entries and 256 KiB, and the oversized message goes alone, in order
     assert batches == [[1] * 5, [MAX_BATCH_BYTES + 1], [1] * 10, [MAX_BATCH_BYTES // 2] * 2]
+
+
+def _sqs_allows(code_point: int) -> bool:
+    """SQS's and SNS's documented set of allowed characters, range by range."""
+    return (
+        code_point in (0x9, 0xA, 0xD)
+        or 0x20 <= code_point <= 0xD7FF
+        or 0xE000 <= code_point <= 0xFFFD
+        or 0x10000 <= code_point <= 0x10FFFF
+    )
+
+
+def test_not_sqs_text_matches_exactly_the_characters_outside_the_documented_set() -> None:
+    # GIVEN every Unicode code point
+    # WHEN the pattern (written as the set's complement, so that it compiles fast) is tried on each
+    refused = [code_point for code_point in range(sys.maxunicode + 1) if NOT_SQS_TEXT.match(chr(code_point))]
+    # THEN it matches those and only those the documented allowed set leaves out
+    assert refused == [code_point for code_point in range(sys.maxunicode + 1) if not _sqs_allows(code_point)]
+    assert 0xD800 in refused  # a lone surrogate, the case JSON can spell in ASCII

@@ -34,6 +34,12 @@ def fifo_pipeline(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
 
 
 @pytest.fixture(scope="session")
+def snap_start_pipeline(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
+    """``snap_start=True``: a published version, the alias ``live`` and the event source mapping on it."""
+    return synth_pipeline(tmp_path_factory.mktemp("snapstart"), snap_start=True)
+
+
+@pytest.fixture(scope="session")
 def cmk_pipeline(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
     """A customer managed key, an alarm action and a runbook, plus non-default batching, naming and removal props."""
     return synth_pipeline(
@@ -88,6 +94,7 @@ def all_configurations(
     fifo_pipeline: Synthesized,
     cmk_pipeline: Synthesized,
     brownfield_pipeline: Synthesized,
+    snap_start_pipeline: Synthesized,
     schema_pipeline: Synthesized,
     synthesized_app: SynthesizedApp,
 ) -> dict[str, Synthesized]:
@@ -97,6 +104,7 @@ def all_configurations(
         "fifo": fifo_pipeline,
         "cmk": cmk_pipeline,
         "brownfield": brownfield_pipeline,
+        "snapstart": snap_start_pipeline,
         "schema": schema_pipeline,
         **{f"app-{name}": synthesized for name, synthesized in synthesized_app.stages.items()},
     }

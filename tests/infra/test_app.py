@@ -11,13 +11,23 @@ import pytest
 
 import app as cdk_app
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract import names
+from idempotent_order_pipeline.discovery import pipelines_in
 from tests.infra.synth import REPO, Synthesized, SynthesizedApp, logical_id, resources_of_type, synth_app
 
 # Logical ids of the stateful resources. A refactor that changes one makes CloudFormation replace
 # the resource: an empty table, lost messages. Change them only with a migration plan.
-PINNED_LOGICAL_IDS = {
+PIPELINE_LOGICAL_IDS = {
     "AWS::SQS::Queue": {"PipelineQueueC13966F5", "PipelineDeadLetterQueueF08023D6"},
     "AWS::DynamoDB::Table": {"PipelineProcessedEventsTableA60DFACB", "PipelineOrderRecordsTable1509BD64"},
+}
+# The app's fulfilment subscriber: its queues, its deduplication table and the team's counter table.
+FULFILMENT_LOGICAL_IDS = {
+    "AWS::SQS::Queue": {"FulfilmentQueue26A1FA60", "FulfilmentDeadLetterQueue1A3B608F"},
+    "AWS::DynamoDB::Table": {"FulfilmentDedupTableC91EE358", "ShipmentCounters08AA0359"},
+}
+PINNED_LOGICAL_IDS = {
+    resource_type: PIPELINE_LOGICAL_IDS[resource_type] | FULFILMENT_LOGICAL_IDS[resource_type]
+    for resource_type in PIPELINE_LOGICAL_IDS
 }
 # The output names are a contract (the sandbox, the CLI and operators' scripts read them): spelled out
 # here, so that renaming one in ``contract/names.py`` fails this test instead of passing with it.
@@ -29,6 +39,8 @@ OUTPUT_KEYS = {
     "TopicArn",
     "FunctionName",
 }
+# The app's own outputs, beside the contract's: where the demo reads what fulfilment did.
+APP_OUTPUT_KEYS = {"ShipmentCountersTableName", "FulfilmentQueueUrl", "FulfilmentDeadLetterQueueUrl"}
 
 
 def test_every_cdk_json_environment_is_a_stage_with_the_order_pipeline_stack(synthesized_app: SynthesizedApp) -> None:
@@ -65,7 +77,7 @@ def test_construct_logical_ids_do_not_depend_on_the_app(default_pipeline: Synthe
     # GIVEN the construct in another stack, under the same id
     # WHEN its tables and queues are listed
     # THEN they have the same logical ids: they derive from construct ids only
-    for resource_type, logical_ids in PINNED_LOGICAL_IDS.items():
+    for resource_type, logical_ids in PIPELINE_LOGICAL_IDS.items():
         assert set(resources_of_type(default_pipeline.template_json, resource_type)) == logical_ids
 
 
@@ -74,6 +86,8 @@ def test_stack_outputs_are_the_contract_keys_without_exports(synthesized_app: Sy
     # GIVEN a stage's stack
     synthesized = synthesized_app.stages[stage]
     pipeline = synthesized.pipeline
+    stack = synthesized.stack
+    assert isinstance(stack, cdk_app.OrderPipelineStack)
     outputs = synthesized.template_json["Outputs"]
 
     def logical(construct: Any) -> str:
@@ -81,13 +95,17 @@ def test_stack_outputs_are_the_contract_keys_without_exports(synthesized_app: Sy
 
     # WHEN its outputs are read
     # THEN the sandbox's and CLI's keys are there, pointing at the pipeline's resources, not exported
-    assert set(outputs) == OUTPUT_KEYS == set(names.STACK_OUTPUTS)
+    assert set(names.STACK_OUTPUTS) == OUTPUT_KEYS
+    assert set(outputs) == OUTPUT_KEYS | APP_OUTPUT_KEYS
     assert outputs["QueueUrl"]["Value"] == {"Ref": logical(pipeline.queue)}
     assert outputs["DeadLetterQueueUrl"]["Value"] == {"Ref": logical(pipeline.dead_letter_queue)}
     assert outputs["ProcessedEventsTableName"]["Value"] == {"Ref": logical(pipeline.processed_events_table)}
     assert outputs["OrderRecordsTableName"]["Value"] == {"Ref": logical(pipeline.order_records_table)}
     assert outputs["TopicArn"]["Value"] == {"Ref": logical(pipeline.topic)}
     assert outputs["FunctionName"]["Value"] == {"Ref": logical(pipeline.function)}
+    assert outputs["ShipmentCountersTableName"]["Value"] == {"Ref": logical(stack.shipment_counters)}
+    assert outputs["FulfilmentQueueUrl"]["Value"] == {"Ref": logical(stack.fulfilment.queue)}
+    assert outputs["FulfilmentDeadLetterQueueUrl"]["Value"] == {"Ref": logical(stack.fulfilment.dead_letter_queue)}
     assert not [key for key, output in outputs.items() if "Export" in output]
 
 
@@ -183,3 +201,65 @@ def test_readme_example_synthesizes(tmp_path: Path) -> None:
     assert types.count("AWS::Lambda::Function") == 2  # the consumer and the reconciler
     assert types.count("AWS::SNS::Subscription") == 1
     assert types.count("AWS::DynamoDB::Table") == 2
+
+
+@pytest.mark.parametrize("stage", ["dev", "prod"])
+def test_the_worked_app_has_an_order_schema_and_routable_notifications(
+    synthesized_app: SynthesizedApp, stage: str
+) -> None:
+    # GIVEN a stage's pipeline as app.py builds it
+    synthesized = synthesized_app.stages[stage]
+    function = synthesized.template_json["Resources"][logical_id(synthesized.stack, synthesized.pipeline.function)]
+    # WHEN the template is read as the producer and `order-pipeline send` discover the pipeline
+    [discovered] = pipelines_in(synthesized.template_json, {})
+    # THEN the producer finds the app's order schema, and every notification carries country, amount
+    # and customer.tier
+    assert discovered.order_schema == cdk_app.ORDER_SCHEMA
+    assert json.loads(function["Properties"]["Environment"]["Variables"]["NOTIFICATION_ATTRIBUTES"]) == [
+        "country",
+        "amount",
+        "customer.tier",
+    ]
+
+
+@pytest.mark.parametrize("stage", ["dev", "prod"])
+def test_fulfilment_subscribes_to_german_orders_and_counts_with_the_example_handler(
+    synthesized_app: SynthesizedApp, stage: str
+) -> None:
+    # GIVEN a stage's stack
+    synthesized = synthesized_app.stages[stage]
+    stack = synthesized.stack
+    assert isinstance(stack, cdk_app.OrderPipelineStack)
+    template_json = synthesized.template_json
+    resources = template_json["Resources"]
+    # WHEN the fulfilment subscription and function are read
+    [subscription] = resources_of_type(template_json, "AWS::SNS::Subscription").values()
+    function = resources[logical_id(stack, stack.fulfilment.function)]
+    # THEN only orders whose country attribute is DE reach its queue, from the pipeline's topic
+    assert subscription["Properties"]["FilterPolicy"] == {"country": ["DE"]}
+    assert subscription["Properties"]["TopicArn"] == {"Ref": logical_id(stack, synthesized.pipeline.topic)}
+    assert subscription["Properties"]["Endpoint"] == {"Fn::GetAtt": [logical_id(stack, stack.fulfilment.queue), "Arn"]}
+    # AND its function runs the worked example's counter handler against the counter table
+    assert function["Properties"]["Handler"] == "shipping.handler"
+    assert function["Properties"]["Environment"]["Variables"]["COUNTERS_TABLE"] == {
+        "Ref": logical_id(stack, stack.shipment_counters)
+    }
+    assert (cdk_app.FULFILMENT_CODE / "shipping.py").is_file()
+    # AND its role may write that table (the effect commits in the subscriber's transaction)
+    counters_arn = {"Fn::GetAtt": [logical_id(stack, stack.shipment_counters), "Arn"]}
+    role = {"Ref": logical_id(stack, stack.fulfilment.function.role)}
+    statements = [
+        statement
+        for policy in resources_of_type(template_json, "AWS::IAM::Policy").values()
+        if role in policy["Properties"]["Roles"]
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    assert statements
+    assert any(
+        "dynamodb:UpdateItem" in statement["Action"] and counters_arn in _as_list(statement["Resource"])
+        for statement in statements
+    )
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]

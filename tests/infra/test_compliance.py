@@ -18,7 +18,7 @@ from idempotent_order_pipeline import compliance
 from tests.infra.policies import policy_documents
 from tests.infra.synth import REPO, Synthesized, logical_id
 
-CONFIGURATIONS = ["default", "fifo", "cmk", "brownfield", "schema", "app-dev", "app-prod"]
+CONFIGURATIONS = ["default", "fifo", "cmk", "brownfield", "snapstart", "schema", "app-dev", "app-prod"]
 # cfn-lint findings accepted, each with its reason:
 # - W3005 "dependency already enforced by a GetAtt": aws-cdk-lib's Function always adds an explicit
 #   DependsOn on its role next to the Role GetAtt. Redundant, harmless, and not ours to remove.

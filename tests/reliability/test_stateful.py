@@ -32,13 +32,13 @@ from moto import mock_aws
 
 from idempotent_order_pipeline._lambda_asset.order_consumer import handler as handler_module
 from idempotent_order_pipeline._lambda_asset.order_consumer.config import Settings
-from idempotent_order_pipeline._lambda_asset.order_consumer.contract.keys import payload_sha256, resolve_event_id
-from idempotent_order_pipeline._lambda_asset.order_consumer.contract.message import parse_body
 from idempotent_order_pipeline._lambda_asset.order_consumer.reconciler import ReconcilerClients, build_reconciler
 from idempotent_order_pipeline._lambda_asset.order_consumer.runtime import Clients, build_pipeline
 from tests.compat.released import V0_2_0, ReleasedFunctions, moto_server
 from tests.consumer.harness import ArmedFault, Crash, World, cancelled, client_error, refuse_entries, sqs_record
 from tests.reconciler.harness import add_pending_index
+from tests.reliability import invariants
+from tests.reliability.invariants import Message, describe
 
 # Stateful chaos: generated scenarios of producers, consumers and faults.
 pytestmark = pytest.mark.slow
@@ -69,21 +69,6 @@ _ids = itertools.count()
 
 
 @dataclass
-class Message:
-    """One message the producer sent, as the model tracks it."""
-
-    record: dict[str, Any]
-    valid: bool
-    event_id: str | None = None
-    order_id: str | None = None
-    sha: str | None = None
-    receives: int = 0
-    in_flight: bool = False
-    acknowledged: bool = False
-    redriven: bool = False
-
-
-@dataclass
 class Stats:
     """Totals across all examples, printed by ``make reliability``."""
 
@@ -99,17 +84,6 @@ class Stats:
 
 
 STATS = Stats()
-
-
-def describe(body: str, key: str | None) -> tuple[str, str, str] | None:
-    """(event_id, order_id, payload sha) for a valid message, None for an invalid one."""
-    try:
-        order = parse_body(body)
-        if not isinstance(order.get("order_id"), str) or not order["order_id"]:
-            return None
-        return resolve_event_id(order, key), order["order_id"], payload_sha256(order)
-    except Exception:
-        return None
 
 
 _shared: dict[str, Any] = {}
@@ -382,21 +356,13 @@ class OrderPipelineMachine(RuleBasedStateMachine):
         self.every_row_has_a_state_record()
 
     def recorded_events_own_their_rows_and_sent_ones_were_published(self) -> None:
-        rows = self.world.order_rows()
-        notified = self.world.notified_events()
-        for event_id, record in self.world.event_records().items():
-            # the transaction wrote both: the row of its order is this event's, with its payload
-            row = rows[record["order_id"]]
-            assert row["event_id"] == event_id, (event_id, row)
-            assert row["payload_sha256"] == record["payload_sha256"]
-            # never marked sent before the notification was accepted
-            if record["status"] == "sent":
-                assert notified[event_id] >= 1, event_id
+        invariants.recorded_events_own_their_rows_and_sent_ones_were_published(
+            self.world.event_records(), self.world.order_rows(), self.world.notified_events()
+        )
 
     def every_row_has_a_state_record(self) -> None:
-        records = self.world.event_records()
-        for order_id, row in self.world.order_rows().items():
-            assert row["event_id"] in records, order_id  # no TTL expiry in this model
+        # no TTL expiry in this model
+        invariants.every_row_has_a_state_record(self.world.event_records(), self.world.order_rows())
 
     # --- the end -----------------------------------------------------------------------------------
 
@@ -414,46 +380,13 @@ class OrderPipelineMachine(RuleBasedStateMachine):
         if any(record["status"] == "pending" for record in self.world.event_records().values()):
             self.reconcile_until_done()  # (a run over an index with nothing pending changes nothing)
 
-        records = self.world.event_records()
-        rows = self.world.order_rows()
-        notified = self.world.notified_events()
-        parked: dict[str, list[str]] = {}
-        for dead in dropped:
-            attributes = dead["MessageAttributes"]
-            parked.setdefault(attributes["source_message_id"]["StringValue"], []).append(
-                attributes["error_code"]["StringValue"]
-            )
-        for message in self.messages:
-            message_id = message.record["messageId"]
-            if message.redriven and message_id not in parked:
-                continue  # moved to the DLQ by the queue's redrive policy: not lost
-            if not message.valid:
-                assert set(parked.get(message_id, [])) == {"INVALID_MESSAGE"}, message_id
-                continue
-            record = records.get(message.event_id or "")
-            row = rows.get(message.order_id or "")
-            holds_my_payload = (
-                record["payload_sha256"] == message.sha
-                if record
-                else bool(row) and row["payload_sha256"] == message.sha
-            )
-            if message_id in parked:
-                # parked only as a conflict, and only when the recorded content differs
-                assert set(parked[message_id]) == {"IDEMPOTENCY_CONFLICT"}, (message_id, parked[message_id])
-                assert not holds_my_payload, message_id
-                continue
-            # acknowledged: its content is what is recorded, and it was notified once sent
-            assert message.acknowledged, message_id
-            assert holds_my_payload, message_id
-            if record:
-                assert record["status"] == "sent", message.event_id
-                assert notified[message.event_id or ""] >= 1, message.event_id
-        # every recorded event (accepted) has exactly its own row, is sent and notified at least once:
-        # unconditionally, since the reconciler notified what no copy of a message was left to redeliver
-        for event_id, record in records.items():
-            assert rows[record["order_id"]]["event_id"] == event_id
-            assert record["status"] == "sent", event_id
-            assert notified[event_id] >= 1, event_id
+        observed = invariants.Observed(
+            records=self.world.event_records(),
+            rows=self.world.order_rows(),
+            notified=self.world.notified_events(),
+            parked=invariants.parked_reasons(dropped),
+        )
+        invariants.final_state(self.messages, observed)
 
     def reconcile_until_done(self) -> None:
         """The scheduled reconciler (threshold 0 once everything has drained), run until a run ends clean."""

@@ -19,6 +19,7 @@ from .config import Settings
 from .observability import logger, metrics
 from .pipeline import OrderPipeline, outcome_counts
 from .runtime import Clients, build_pipeline, default_clients
+from .snapstart import on_restore, register
 
 _pipeline: OrderPipeline | None = None
 _lock = threading.Lock()
@@ -27,7 +28,7 @@ _lock = threading.Lock()
 def configure(clients: Clients | None = None, environ: Mapping[str, str] | None = None) -> None:
     """Drop the cached pipeline; the next invocation builds it with these clients and environment.
 
-    With no arguments the default applies again: clients from boto3's default session, settings
+    With no arguments the default applies again: the clients made at import (a new botocore session), settings
     from ``os.environ``.
     """
     global _pipeline
@@ -35,6 +36,16 @@ def configure(clients: Clients | None = None, environ: Mapping[str, str] | None 
         if _pipeline is not None:
             _pipeline.close()
         _pipeline = None if clients is None else build_pipeline(Settings.from_env(environ), clients)
+
+
+@on_restore
+def _drop_pipeline_after_restore() -> None:
+    """SnapStart: a pipeline holds the clients it was built with; the next invocation builds a new one."""
+    global _pipeline
+    with _lock:
+        if _pipeline is not None:
+            _pipeline.close()
+        _pipeline = None
 
 
 def _get_pipeline() -> OrderPipeline:
@@ -55,3 +66,6 @@ def handler(event: Mapping[str, Any], context: LambdaContext) -> dict[str, list[
     for name, count in outcome_counts(results, schema=pipeline.validates_schema).items():
         metrics.add_metric(name=name, unit=MetricUnit.Count, value=count)
     return {"batchItemFailures": [{"itemIdentifier": result.message_id} for result in results if result.failed]}
+
+
+register()

@@ -1,8 +1,14 @@
 """Wiring: AWS clients and the pipeline built from the settings (the composition root).
 
 The DynamoDB and SNS clients are created at import, in Lambda's init phase (outside the first
-invocation's timeout; about 0.2-0.3 s of a cold start on the development machine), the SQS client
-only when a record is parked. Settings are still read at the first invocation, so a missing
+invocation's timeout), the SQS client only when a record is parked. What a cold start spends, step
+by step (``python -X importtime`` and ``bench/coldstart.py``, CPU on the development machine under
+load): botocore's import about 125 ms, the two clients about 42 ms (60 with botocore's default loader),
+this package about 25 ms; boto3 would add s3transfer's import, and the negated character class
+that :mod:`order_consumer.contract.batching` writes as its complement 4-15 ms. With
+SnapStart the init phase runs once per version (:mod:`order_consumer.snapstart`).
+
+Settings are still read at the first invocation, so a missing
 variable fails that invocation with a message naming it, never the import; a client that cannot be
 made at import (no region outside Lambda) is made, or fails with its reason, at the first invocation.
 
@@ -18,9 +24,10 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
-import boto3
+import botocore.loaders
+import botocore.session
 from botocore.config import Config
 
 from .config import Settings
@@ -33,6 +40,7 @@ from .pipeline import (
     DEFAULT_RETURN_MARGIN_MS,
     OrderPipeline,
 )
+from .snapstart import on_restore
 from .store import OrderStore
 
 if TYPE_CHECKING:
@@ -65,6 +73,39 @@ CLIENT_CONFIG = Config(
 )
 
 
+#: The services the consumer calls (the only ones its session's loader knows of).
+SERVICES = ("dynamodb", "sns", "sqs")
+
+
+class _ServicesLoader(botocore.loaders.Loader):
+    """botocore's data loader, told which services exist instead of listing them.
+
+    A client's first model load lists every service botocore ships (over 400 directories, a
+    ``listdir`` and ``stat`` each, once for the service models and once for the endpoint rules):
+    about 18 ms of a cold start's CPU, measured with ``bench/coldstart.py``, for an answer the
+    consumer knows. Models, versions and endpoint rules still come from botocore's own files.
+    """
+
+    def list_available_services(self, type_name: str) -> list[str]:
+        return list(SERVICES)
+
+
+#: One loader for every session: it keeps the models it loaded, so clients made again after a
+#: SnapStart restore (:func:`_new_clients_after_restore`) do not parse them again.
+_loader = _ServicesLoader()
+
+
+def _session() -> botocore.session.Session:
+    """A new botocore session (credentials and Region from the environment) with the shared loader.
+
+    botocore without boto3: boto3's import adds s3transfer and its session, which the consumer
+    never uses.
+    """
+    session = botocore.session.get_session()
+    session.register_component("data_loader", _loader)
+    return session
+
+
 @dataclass(frozen=True)
 class Clients:
     """The AWS clients the consumer calls; ``sqs`` None means "create it at the first park"."""
@@ -75,16 +116,19 @@ class Clients:
 
     @classmethod
     def from_default_session(cls) -> Clients:
-        """New DynamoDB and SNS clients from boto3's default session (``moto.mock_aws()`` started
-        earlier reaches them); the SQS client is left to the first park."""
+        """New DynamoDB and SNS clients from a new botocore session (credentials and Region from the
+        environment; ``moto.mock_aws()`` started earlier reaches them); the SQS client is left to the
+        first park."""
+        session = _session()
         return cls(
-            dynamodb=boto3.client("dynamodb", config=CLIENT_CONFIG), sns=boto3.client("sns", config=CLIENT_CONFIG)
+            dynamodb=cast("DynamoDBClient", session.create_client("dynamodb", config=CLIENT_CONFIG)),
+            sns=cast("SNSClient", session.create_client("sns", config=CLIENT_CONFIG)),
         )
 
 
 def sqs_client() -> SQSClient:
     """A new SQS client with the consumer's configuration."""
-    return boto3.client("sqs", config=CLIENT_CONFIG)
+    return cast("SQSClient", _session().create_client("sqs", config=CLIENT_CONFIG))
 
 
 _init_lock = threading.Lock()
@@ -98,6 +142,14 @@ def _create_at_import() -> None:
         _init_clients = Clients.from_default_session()
     except Exception:  # e.g. no region outside Lambda: the first invocation tries again and says why
         _init_clients = None
+
+
+@on_restore
+def _new_clients_after_restore() -> None:
+    """SnapStart: the clients in the snapshot hold dead connections; make new ones (or at first use)."""
+    global _init_clients
+    with _init_lock:
+        _create_at_import()
 
 
 def default_clients() -> Clients:

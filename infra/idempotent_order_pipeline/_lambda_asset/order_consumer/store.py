@@ -28,11 +28,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from boto3.dynamodb.types import TypeDeserializer
 from botocore.exceptions import BotoCoreError, ClientError
 
 from .contract.errors import ItemTooLargeError, RejectedByStoreError, StoreUnavailableError
-from .contract.message import OrderMessage
+from .contract.message import OrderMessage, from_attribute_value
 from .contract.names import (
     EVENT_ID_ATTRIBUTE,
     PAYLOAD_SHA256_ATTRIBUTE,
@@ -80,8 +79,6 @@ _CONDITION_FAILED = "ConditionalCheckFailedException"
 # ClientError codes that mean the request was invalid and will always be.
 _VALIDATION_ERRORS = frozenset({"ValidationException", "SerializationException"})
 
-_deserializer = TypeDeserializer()
-
 
 @dataclass(frozen=True)
 class ExistingEvent:
@@ -104,7 +101,7 @@ Collision = ExistingEvent | ExistingOrder
 
 def _value(item: Mapping[str, Any], name: str) -> Any:
     attribute = item.get(name)
-    return None if attribute is None else _deserializer.deserialize(attribute)
+    return None if attribute is None else from_attribute_value(attribute)
 
 
 def _translate(exc: ClientError, action: str) -> Exception:

@@ -42,8 +42,10 @@ DEAD_LETTER_MAX_MESSAGE_BYTES = 1024 * 1024
 
 #: Characters SQS and SNS refuse in a body or a string attribute value. Their documented allowed set
 #: is #x9, #xA, #xD, #x20-#xD7FF, #xE000-#xFFFD, #x10000-#x10FFFF: control characters and lone
-#: surrogates above all.
-NOT_SQS_TEXT = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+#: surrogates above all. Written as the complement of that set within Unicode (the same characters,
+#: checked over every code point by a test) because the negated class compiles into a table of the
+#: whole range: 4-15 ms of every cold start for the same answer.
+NOT_SQS_TEXT = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
 def sqs_text(text: str) -> str:

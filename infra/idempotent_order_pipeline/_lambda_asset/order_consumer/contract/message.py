@@ -27,8 +27,6 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
-from boto3.dynamodb.types import TypeDeserializer
-
 from .canonical_json import MAX_NESTING_DEPTH, path_text
 from .dynamodb_numbers import number_from_literal, number_text
 from .errors import (
@@ -259,26 +257,34 @@ def attribute_value(value: Any, _scalars: dict[Any, AttributeValue] | None = Non
     return shared
 
 
-class _ExactDeserializer(TypeDeserializer):
-    """boto3's deserializer with exact numbers.
-
-    DynamoDB returns a number in positional form (``1E+41`` comes back as 42 digits), which boto3's
-    38-digit context refuses with ``decimal.Rounded`` (boto/boto3#2500); ``Decimal(text)`` is exact.
-    """
-
-    def _deserialize_n(self, value: str) -> Decimal:
-        return Decimal(value)
-
-    def _deserialize_ns(self, value: Sequence[str]) -> set[Decimal]:
-        return {Decimal(number) for number in value}
-
-
-_deserializer = _ExactDeserializer()
-
-
 def from_attribute_value(value: AttributeValue) -> Any:
-    """A DynamoDB attribute value as Python (numbers as exact Decimal, whatever their size)."""
-    return _deserializer.deserialize(value)  # type: ignore[arg-type]  # any attribute value shape
+    """A DynamoDB attribute value as Python: numbers as exact Decimal, whatever their size (DynamoDB
+    returns ``1E+41`` as 42 digits, which boto3's 38-digit deserializer refuses, boto/boto3#2500),
+    binary as bytes, sets as sets.
+
+    Standard library only (boto3's ``TypeDeserializer`` would import boto3 and s3transfer into the
+    consumer's cold start for this alone).
+    """
+    ((kind, inner),) = value.items()
+    if kind in ("S", "BOOL"):
+        return inner
+    if kind == "N":
+        return Decimal(inner)
+    if kind == "B":
+        return bytes(inner)
+    if kind == "NULL":
+        return None
+    if kind == "M":
+        return {name: from_attribute_value(child) for name, child in inner.items()}
+    if kind == "L":
+        return [from_attribute_value(child) for child in inner]
+    if kind == "SS":
+        return set(inner)
+    if kind == "NS":
+        return {Decimal(number) for number in inner}
+    if kind == "BS":
+        return {bytes(member) for member in inner}
+    raise TypeError(f"unknown DynamoDB attribute type {kind!r}")
 
 
 def _to_item(order: Mapping[str, Any]) -> dict[str, AttributeValue]:

@@ -1,0 +1,73 @@
+"""Parking's batching and results, at the SQS client: what one ``SendMessageBatch`` may carry, what a
+partial answer means, and how an attribute without a type is packed."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.batching import MAX_BATCH_BYTES, message_bytes
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.errors import InvalidMessageError
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.parked import PARKED_ATTRIBUTE
+from idempotent_order_pipeline._lambda_asset.order_consumer.dead_letter import (
+    DeadLetterQueue,
+    ParkRequest,
+    dead_letter_attributes,
+)
+
+
+class RecordingSqs:
+    """An SQS client that records each call and accepts the entries ``accept`` picks (default: all)."""
+
+    def __init__(self, accept: Any = None) -> None:
+        self.batches: list[list[dict[str, Any]]] = []
+        self.accept = accept or (lambda entry: True)
+
+    def send_message(self, **request: Any) -> dict[str, Any]:
+        self.batches.append([request])
+        return {"MessageId": "m"}
+
+    def send_message_batch(self, **request: Any) -> dict[str, Any]:
+        entries = request["Entries"]
+        self.batches.append(entries)
+        return {"Successful": [{"Id": entry["Id"]} for entry in entries if self.accept(entry)], "Failed": []}
+
+
+def request(number: int, body: str = "not json", attributes: dict[str, Any] | None = None) -> ParkRequest:
+    return ParkRequest(
+        body=body, attributes=attributes or {}, message_id=f"m-{number}", error=InvalidMessageError("bad")
+    )
+
+
+def test_a_batch_is_split_by_the_size_of_bodies_and_attributes_together() -> None:
+    # GIVEN two messages whose bodies fit one SendMessageBatch together, but not with their attributes
+    big = "a" * (MAX_BATCH_BYTES // 3)
+    requests = [request(i, body=big, attributes={"note": {"dataType": "String", "stringValue": big}}) for i in (1, 2)]
+    sqs = RecordingSqs()
+    # WHEN they are parked
+    results = DeadLetterQueue(queue_url="https://sqs/dlq", client=sqs).park_batch(requests)  # type: ignore[arg-type]
+    # THEN each went in a call of its own, none over SQS's batch limit, and both were accepted
+    assert results == [None, None]
+    assert [len(batch) for batch in sqs.batches] == [1, 1]
+    for batch in sqs.batches:
+        assert sum(message_bytes(e["MessageBody"], e["MessageAttributes"]) for e in batch) <= MAX_BATCH_BYTES
+
+
+def test_an_entry_sqs_neither_accepted_nor_refused_is_not_sent() -> None:
+    # GIVEN SQS answers a batch of two with only the first entry among the successful ones
+    sqs = RecordingSqs(accept=lambda entry: entry["Id"] == "0")
+    # WHEN both are parked
+    results = DeadLetterQueue(queue_url="https://sqs/dlq", client=sqs).park_batch([request(1), request(2)])  # type: ignore[arg-type]
+    # THEN the first is parked and the second reported "not sent" (its record must not be acknowledged)
+    assert results == [None, "not sent"]
+
+
+def test_an_attribute_without_a_type_is_packed_as_a_string() -> None:
+    # GIVEN a hand-built event's attribute with a reserved name and no dataType (so it is packed)
+    attributes = {"error_code": {"stringValue": "mine"}}
+    # WHEN the dead-letter attributes are built
+    result = dead_letter_attributes(attributes, InvalidMessageError("bad"), "m-1")
+    # THEN the envelope packs it as a String with its value, and the reason is the consumer's
+    envelope = json.loads(result[PARKED_ATTRIBUTE]["StringValue"])
+    assert envelope["packed"] == {"error_code": {"dataType": "String", "stringValue": "mine"}}
+    assert result["error_code"]["StringValue"] == "INVALID_MESSAGE"

@@ -1,0 +1,68 @@
+"""A record marked ``sent`` that is still in the pending index (0.1.0's mark, after a rollback) is
+released by the reconciler: out of the index, a ``ttl`` if it had none, never notified again."""
+
+from __future__ import annotations
+
+import time
+
+from tests.consumer.harness import ArmedFault, client_error
+from tests.reconciler.harness import TTL_SECONDS, ReconcilerWorld, order
+
+NOW = 1_800_000_000.0
+
+
+def mark_sent_keeping_the_index(world: ReconcilerWorld, event_id: str, ttl: int | None = None) -> None:
+    """0.1.0's mark: ``status = sent`` (and maybe a ttl), the ``pending_shard`` left in place."""
+    update = "SET #status = :sent" + (", #ttl = :ttl" if ttl is not None else "")
+    values = {":sent": {"S": "sent"}} | ({":ttl": {"N": str(ttl)}} if ttl is not None else {})
+    world.dynamodb.update_item(
+        TableName=world.events_table,
+        Key={"event_id": {"S": event_id}},
+        UpdateExpression=update,
+        ExpressionAttributeNames={"#status": "status"} | ({"#ttl": "ttl"} if ttl is not None else {}),
+        ExpressionAttributeValues=values,  # type: ignore[arg-type]
+    )
+
+
+def test_sent_records_still_indexed_are_released_with_a_ttl_and_not_notified(world: ReconcilerWorld) -> None:
+    # GIVEN two old records marked sent by a release that left them in the pending index, one with
+    # a ttl already, and one record truly pending
+    without_ttl, with_ttl, pending = world.pend([order(1), order(2), order(3)], created_at=NOW - 7200)
+    mark_sent_keeping_the_index(world, without_ttl)
+    mark_sent_keeping_the_index(world, with_ttl, ttl=123)
+    assert world.pending_in_index() == {without_ttl, with_ttl, pending}
+
+    # WHEN the reconciler runs
+    before = int(time.time())
+    report = world.reconciler(reconcile_after_seconds=900, clock=lambda: NOW).run()
+    after = int(time.time())
+
+    # THEN the two sent records are released from the index and counted, only the pending one notified
+    assert report.released == 2
+    assert report.reconciled == 1
+    assert report.errors == []
+    assert world.pending_in_index() == set()
+    assert world.notified() == {pending: 1}
+    # AND the one without a ttl got the store's ttl from now, the other kept its own
+    records = world.records()
+    assert before + TTL_SECONDS <= records[without_ttl]["ttl"] <= after + TTL_SECONDS
+    assert records[with_ttl]["ttl"] == 123
+    assert {records[event_id]["status"] for event_id in (without_ttl, with_ttl)} == {"sent"}
+
+
+def test_a_release_that_fails_is_reported_and_left_indexed_for_the_next_run(world: ReconcilerWorld) -> None:
+    # GIVEN a sent record still indexed, and DynamoDB throttling its release
+    [event_id] = world.pend([order(1)], created_at=NOW - 7200)
+    mark_sent_keeping_the_index(world, event_id)
+    world.board.arm(ArmedFault(client_error("UpdateItem", "ThrottlingException", "slow down"), "update_item"))
+
+    # WHEN the reconciler runs
+    report = world.reconciler(reconcile_after_seconds=900, clock=lambda: NOW).run()
+
+    # THEN nothing is counted released, the error names the action, and the record stays indexed
+    assert report.released == 0
+    assert report.errors == [
+        "DynamoDB failed the release of a sent record from the pending index: ThrottlingException: slow down"
+    ]
+    assert world.pending_in_index() == {event_id}
+    assert "ttl" not in world.records()[event_id]

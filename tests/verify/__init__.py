@@ -1,0 +1,1 @@
+"""The deterministic explorer: every interleaving of the real consumer at small bounds (``make verify``)."""

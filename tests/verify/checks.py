@@ -1,0 +1,157 @@
+"""The invariants the explorer checks: at a call, at an acknowledgement, after every move, at the end.
+
+The state invariants shared with the stateful chaos live in :mod:`tests.reliability.invariants`; the
+checks here need what only the explorer sees: the order of calls, the moment of each
+acknowledgement, each actor's logical clock and the state at the moment of a read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.names import STATUS_PENDING, STATUS_SENT
+from tests.reliability import invariants
+from tests.reliability.invariants import Message
+from tests.verify.world import EVENTS_TABLE, PENDING_SHARD_ATTRIBUTE, World, is_mark
+
+# --- at the moment of a call (after-call hooks) -------------------------------------------------------
+
+
+def marked_only_after_sns_accepted(
+    world: World, actor: str, operation: str, request: Mapping[str, Any], response: Mapping[str, Any]
+) -> None:
+    """A sent mark that applied follows SNS accepting that event's notification with that content."""
+    if operation != "UpdateItem" or not is_mark(request) or "Error" in response:
+        return
+    event_id = request["Key"]["event_id"]["S"]
+    sha = request["ExpressionAttributeValues"][":sha"]["S"]
+    assert any(e == event_id and s == sha for e, s, _ in world.notifications), (
+        f"{actor} marked {event_id} sent before SNS accepted its notification"
+    )
+
+
+def fifo_groups_commit_in_order(messages: Sequence[Message]) -> Any:
+    """On a FIFO queue a message's order is committed only once every earlier message of its group is
+    committed with its content, parked or acknowledged (SQS hands a group over in order)."""
+    groups: dict[str, list[Message]] = {}
+    for message in messages:
+        group = message.record["attributes"].get("MessageGroupId")
+        if group is not None and message not in groups.get(group, []):
+            groups.setdefault(group, []).append(message)
+
+    def check(
+        world: World, actor: str, operation: str, request: Mapping[str, Any], response: Mapping[str, Any]
+    ) -> None:
+        if operation != "TransactWriteItems" or "Error" in response:
+            return
+        event_id = request["TransactItems"][0]["Put"]["Item"]["event_id"]["S"]
+        records, parked = world.records(), world.parked()
+        for group in groups.values():
+            ids = [m.event_id for m in group]
+            if event_id not in ids:
+                continue
+            for earlier in group[: ids.index(event_id)]:
+                record = records.get(earlier.event_id or "")
+                done = (record is not None and record["payload_sha256"] == earlier.sha) or earlier.acknowledged
+                assert done or earlier.message_id in parked, (
+                    f"{actor} committed {event_id} before {earlier.event_id}, earlier in its FIFO group"
+                )
+
+    return check
+
+
+def reconciler_reads_are_current(reads: dict[str, dict[str, str | None]]) -> Any:
+    """The reconciler notifies only a record that was pending at the moment it read it (its reads are
+    consistent: an eventually consistent read could show a record sent meanwhile as pending)."""
+
+    def check(
+        world: World, actor: str, operation: str, request: Mapping[str, Any], response: Mapping[str, Any]
+    ) -> None:
+        if not actor.startswith("R") or "Error" in response:
+            return
+        if operation == "BatchGetItem" and EVENTS_TABLE in request["RequestItems"]:
+            records = world.records()
+            reads[actor] = {
+                key["event_id"]["S"]: (records.get(key["event_id"]["S"]) or {}).get("status")
+                for key in request["RequestItems"][EVENTS_TABLE]["Keys"]
+            }
+        if operation == "PublishBatch":
+            for entry in request["PublishBatchRequestEntries"]:
+                event_id = entry["MessageAttributes"]["event_id"]["StringValue"]
+                status = reads.get(actor, {}).get(event_id)
+                assert status == STATUS_PENDING, (
+                    f"{actor} notified {event_id}, which was {status} when it read it (a stale read)"
+                )
+
+    return check
+
+
+# --- at an acknowledgement ------------------------------------------------------------------------------
+
+
+def acknowledged_ones_are_sent_or_parked(world: World, actor: str, acknowledged: Sequence[Message]) -> None:
+    """At the handler's return: every message it acknowledges is parked, or its event is sent (or expired)."""
+    records, parked = world.records(), world.parked()
+    for message in acknowledged:
+        if message.message_id in parked or not message.valid:
+            continue
+        record = records.get(message.event_id or "")
+        status = None if record is None else record.get("status")
+        assert status == STATUS_SENT or message.event_id in world.expired, (
+            f"{actor} acknowledged message {message.message_id} while {message.event_id} is {status}"
+        )
+
+
+def returned_before_the_deadline(world: World, actor: str, budget_ms: int) -> None:
+    """The handler returns before its invocation's deadline (each call costs ``world.call_ms`` of it)."""
+    assert world.clock_ms[actor] < budget_ms, (
+        f"{actor} returned after its deadline: {world.clock_ms[actor]} ms of calls in a {budget_ms} ms invocation"
+    )
+
+
+# --- after every move -------------------------------------------------------------------------------------
+
+
+def state_now(world: World, messages: Sequence[Message], *, messages_redeliver: bool) -> None:
+    """Rows and records belong together, nothing is sent unnotified, and nothing pending is unreachable:
+    a pending record is in the index, or a message that will be redelivered carries its event."""
+    records, rows = world.records(), world.rows()
+    invariants.recorded_events_own_their_rows_and_sent_ones_were_published(records, rows, world.notified())
+    invariants.every_row_has_a_state_record(records, rows, frozenset(world.expired))
+    parked = world.parked()
+    for event_id, record in records.items():
+        if record["status"] != STATUS_PENDING or PENDING_SHARD_ATTRIBUTE in record:
+            continue
+        carried = messages_redeliver and any(
+            m.event_id == event_id
+            and m.sha == record["payload_sha256"]
+            and not m.acknowledged
+            and m.message_id not in parked
+            for m in messages
+        )
+        assert carried, f"{event_id} is pending, out of the index, and no message will redeliver it"
+
+
+# --- at the end ------------------------------------------------------------------------------------------
+
+
+def final(world: World, messages: Sequence[Message]) -> None:
+    """After the drain: the shared final invariants, every parked message's reason, and every event sent
+    was notified after its commit."""
+    observed = invariants.Observed(
+        records=world.records(),
+        rows=world.rows(),
+        notified=world.notified(),
+        parked=world.parked(),
+        expired=frozenset(world.expired),
+    )
+    invariants.every_row_has_a_state_record(observed.records, observed.rows, observed.expired)
+    invariants.final_state(messages, observed)
+    for source, code, _ in world.dead_letters():
+        assert source, f"a parked message without its source message id (error_code {code!r})"
+        assert code, f"parked message {source!r} without its reason (error_code)"
+    for event_id, position in world.commits.items():
+        assert any(e == event_id and at > position for e, _, at in world.notifications), (
+            f"{event_id} was never notified after its commit"
+        )

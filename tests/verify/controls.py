@@ -1,0 +1,209 @@
+"""Negative controls: deliberate weakenings of the real code, applied by the harness for one exploration.
+
+Each control patches the real modules (never their source) while its scenario is explored; the
+explorer must find a violation for every one of them, or it is not good enough to trust its "0
+violations". Each names the scenario and bounds where its violation is within reach.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from idempotent_order_pipeline._lambda_asset.order_consumer import pipeline, store
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_index import PENDING_SHARD_ATTRIBUTE
+from tests.verify import checks, scenarios
+from tests.verify.scenarios import Scenario
+from tests.verify.scheduler import Bounds
+from tests.verify.world import EVENTS_TABLE, World, stale_read
+
+
+@dataclass(frozen=True)
+class Control:
+    """A weakening: its name, what it does, where it is caught, and the patch itself."""
+
+    name: str
+    weakening: str
+    scenario: Callable[[], Scenario]
+    bounds: Bounds
+    patch: Callable[[], contextlib.AbstractContextManager[None]]
+    #: Per execution, before the actors start: overrides or checks on the world.
+    prepare: Callable[[World], None] | None = field(default=None)
+
+
+@contextlib.contextmanager
+def _replaced(owner: Any, name: str, value: Any) -> Iterator[None]:
+    old = getattr(owner, name)
+    setattr(owner, name, value)
+    try:
+        yield
+    finally:
+        setattr(owner, name, old)
+
+
+def _mark_before_publish() -> contextlib.AbstractContextManager[None]:
+    original = pipeline.OrderPipeline._publish_and_park
+
+    def publish_and_park(self: Any, pool: Any, batch: Any, to_notify: Mapping[int, Any], to_park: Any) -> Any:
+        self._mark(pool, batch, to_notify)
+        return original(self, pool, batch, to_notify, to_park)
+
+    return _replaced(pipeline.OrderPipeline, "_publish_and_park", publish_and_park)
+
+
+def _mark_condition_dropped() -> contextlib.AbstractContextManager[None]:
+    # Always true for an item of any content, and still naming the values the mark passes (DynamoDB
+    # refuses unused ones): the mark no longer depends on the record being pending with this content.
+    return _replaced(
+        store,
+        "EVENT_IS_PENDING_WITH_THIS_CONTENT",
+        "(#status = :pending OR attribute_not_exists(#status) OR #status <> :pending) "
+        "AND (payload_sha256 = :sha OR attribute_not_exists(payload_sha256) OR payload_sha256 <> :sha)",
+    )
+
+
+def _acknowledge_before_commit() -> contextlib.AbstractContextManager[None]:
+    original = pipeline._outcome
+
+    def outcome(index: int, started: bool, facts: Any, *stages: Any) -> Any:
+        if facts is not None and facts.next is pipeline.Next.RETRY:
+            return pipeline.Outcome.DUPLICATE, None  # a failed transaction acknowledged
+        return original(index, started, facts, *stages)
+
+    return _replaced(pipeline, "_outcome", outcome)
+
+
+def _index_entry_removed_before_notifying() -> contextlib.AbstractContextManager[None]:
+    original = pipeline.OrderPipeline._publish_and_park
+
+    def publish_and_park(self: Any, pool: Any, batch: Any, to_notify: Mapping[int, Any], to_park: Any) -> Any:
+        for notification in to_notify.values():
+            self._store._client.update_item(
+                TableName=self._store._events_table,
+                Key={"event_id": {"S": notification.event_id}},
+                UpdateExpression=f"REMOVE {PENDING_SHARD_ATTRIBUTE}",
+            )
+        return original(self, pool, batch, to_notify, to_park)
+
+    return _replaced(pipeline.OrderPipeline, "_publish_and_park", publish_and_park)
+
+
+def _group_not_stopped() -> contextlib.AbstractContextManager[None]:
+    def write_in_order(self: Any, batch: Any, indexes: Sequence[int]) -> dict[int, Any]:
+        written = {}
+        for index in indexes:
+            if not batch.start(index):
+                break
+            written[index] = self._write_one(batch.records[index], batch.deadlines.start_until)
+        return written
+
+    return _replaced(pipeline.OrderPipeline, "_write_in_order", write_in_order)
+
+
+def _deadline_ignored() -> contextlib.AbstractContextManager[None]:
+    return _replaced(pipeline.Deadlines, "passed", staticmethod(lambda instant: False))
+
+
+def _stale_reconciler_reads(world: World) -> None:
+    """The reconciler's read of the records served from the table as it was at its index query."""
+    snapshot: dict[str, Any] = {}
+
+    def remember(
+        world: World, actor: str, operation: str, request: Mapping[str, Any], response: Mapping[str, Any]
+    ) -> None:
+        if actor.startswith("R") and operation == "Query" and "Error" not in response:
+            snapshot.clear()
+            snapshot.update(_dynamodb_items(world))
+
+    def answer(world: World, actor: str, request: Mapping[str, Any]) -> Any:
+        if not actor.startswith("R") or EVENTS_TABLE not in request["RequestItems"]:
+            return None
+        return stale_read(snapshot, request)
+
+    world.call_checks.insert(0, remember)
+    world.call_checks.append(checks.reconciler_reads_are_current({}))
+    world.overrides["BatchGetItem"] = answer
+
+
+def _dynamodb_items(world: World) -> dict[str, dict[str, Any]]:
+    from boto3.dynamodb.types import TypeSerializer
+
+    serializer = TypeSerializer()
+    return {
+        event_id: {name: serializer.serialize(value) for name, value in record.items()}
+        for event_id, record in world.records().items()
+    }
+
+
+@contextlib.contextmanager
+def _nothing() -> Iterator[None]:
+    yield
+
+
+ONE_CRASH = Bounds(crashes=1, faults=0)
+ONE_FAULT = Bounds(crashes=0, faults=1)
+CLEAN = Bounds(crashes=0, faults=0)
+
+
+def _same_content() -> Scenario:
+    return next(s for s in scenarios.published() if s.name == "standard/same-content")
+
+
+def _last_receive() -> Scenario:
+    return next(s for s in scenarios.published() if s.name == "standard/last-receive")
+
+
+def _fifo_group() -> Scenario:
+    return next(s for s in scenarios.published() if s.name == "fifo/group-of-two")
+
+
+CONTROLS = (
+    Control(
+        "mark-before-publish", "the sent mark made before PublishBatch", _same_content, CLEAN, _mark_before_publish
+    ),
+    Control(
+        "mark-condition-dropped",
+        "the sent mark's condition always true (a late mark recreates an expired record)",
+        scenarios.late_mark_after_expiry,
+        CLEAN,
+        _mark_condition_dropped,
+    ),
+    Control(
+        "acknowledge-before-commit",
+        "a record whose transaction failed acknowledged",
+        _same_content,
+        ONE_FAULT,
+        _acknowledge_before_commit,
+    ),
+    Control(
+        "eventually-consistent-read",
+        "the reconciler's read of the records served from the table as of its index query",
+        _same_content,
+        CLEAN,
+        _nothing,
+        prepare=_stale_reconciler_reads,
+    ),
+    Control(
+        "index-entry-removed-before-notifying",
+        "the record taken out of the pending index before its notification",
+        _last_receive,
+        ONE_CRASH,
+        _index_entry_removed_before_notifying,
+    ),
+    Control(
+        "fifo-group-not-stopped",
+        "the rest of a FIFO group written after a failed record",
+        _fifo_group,
+        ONE_FAULT,
+        _group_not_stopped,
+    ),
+    Control(
+        "deadline-ignored",
+        "records started whatever time is left",
+        scenarios.short_invocation,
+        CLEAN,
+        _deadline_ignored,
+    ),
+)

@@ -1,0 +1,463 @@
+"""The explorer's AWS world: moto resources, botocore hooks that make every call a scheduling point.
+
+The actors' clients carry three botocore event handlers:
+
+* ``before-parameter-build``: keeps the call's parameters for the next two;
+* ``before-call``: the scheduling point. The actor waits there until the scheduler lets it through,
+  crashes it, or answers the call with an injected fault (returning a response from this event
+  short-circuits the HTTP request, and with it botocore's retries: the code sees the final error);
+* ``after-call``: the call log (actor, call, result) and the checks made at the moment of a call.
+
+A read no other actor's move can change the answer of (the reconciler's read of the order rows of
+records it found pending) is made without stopping: it commutes with every move. A crash before a
+read is the same as a crash before the actor's next write (a read changes nothing), so reads are
+points of the interleaving but not crash points.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import boto3
+from boto3.dynamodb.types import TypeDeserializer
+from moto.core.models import DEFAULT_ACCOUNT_ID
+from moto.dynamodb.models import dynamodb_backends
+from moto.sqs.models import sqs_backends
+
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_index import (
+    PENDING_RECORD_ATTRIBUTES,
+    PENDING_SHARD_ATTRIBUTE,
+    pending_shard,
+)
+from idempotent_order_pipeline._lambda_asset.order_consumer.store import MARK_SENT
+from tests.reconciler.harness import events_table_definition
+from tests.verify.scheduler import CALL, FAULT_PREFIX, Access, Execution, Point, current_actor
+
+REGION = "eu-west-1"
+EVENTS_TABLE = "processed-events"
+ORDERS_TABLE = "order-records"
+
+#: The faults the scheduler may inject, per operation.
+FAULTS: dict[str, tuple[str, ...]] = {
+    "TransactWriteItems": ("TransactionConflict",),
+    "UpdateItem": ("Throttling",),
+    "PublishBatch": ("EntryRefused",),
+    "Query": ("Throttling",),
+    "BatchGetItem": ("Throttling",),
+    "SendMessage": ("Throttling",),
+    "SendMessageBatch": ("Throttling",),
+}
+
+_deserializer = TypeDeserializer()
+
+
+def plain(item: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: _deserializer.deserialize(value) for key, value in item.items()}
+
+
+@dataclass(frozen=True)
+class _Http:
+    """The part of an HTTP response botocore reads after ``before-call`` answered for the server."""
+
+    status_code: int
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+def _error(code: str, message: str = "injected by the explorer", **extra: Any) -> tuple[_Http, dict[str, Any]]:
+    return _Http(400), {
+        "Error": {"Code": code, "Message": message},
+        "ResponseMetadata": {"HTTPStatusCode": 400},
+        **extra,
+    }
+
+
+@dataclass
+class LoggedCall:
+    """One line of an execution's trace."""
+
+    actor: str
+    call: str
+    result: str
+
+    def __str__(self) -> str:
+        return f"{self.actor:<4} {self.call:<58} -> {self.result}"
+
+
+@dataclass
+class Clients:
+    """The actors' (hooked) clients and the harness's own (unhooked) ones, made once per exploration."""
+
+    dynamodb: Any
+    sns: Any
+    sqs: Any
+    raw_dynamodb: Any
+    raw_sns: Any
+    raw_sqs: Any
+
+    @classmethod
+    def make(cls) -> Clients:
+        return cls(*(boto3.client(service, region_name=REGION) for service in ("dynamodb", "sns", "sqs") * 2))
+
+
+class EmptyShards:
+    """The reconciler's DynamoDB client: a query of a shard that holds no item (and, holding none of the
+    scenario's events, never will) is answered empty without a call; anything else goes to ``client``.
+
+    A reconciler run queries all 32 shards; the scenario's events are in one. Those 31 answers are
+    known, and making them through botocore took a third of an execution's time.
+    """
+
+    def __init__(self, client: Any, world: Callable[[], World | None]) -> None:
+        self._client = client
+        self._world = world
+
+    def query(self, **request: Any) -> Any:
+        world = self._world()
+        shard = request["ExpressionAttributeValues"][":shard"]["S"]
+        if world is not None and world.shard_is_empty(shard):
+            return {"Items": [], "Count": 0, "ScannedCount": 0}
+        return self._client.query(**request)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+
+class World:
+    """One execution's AWS resources and what happened to them."""
+
+    def __init__(self, clients: Clients, *, fifo: bool, event_ids: Iterable[str]) -> None:
+        self.clients = clients
+        self.fifo = fifo
+        self.execution: Execution | None = None
+        #: The index shards the scenario's events live in: queries of other shards are not points.
+        self.shards = {pending_shard(event_id) for event_id in event_ids}
+        self.log: list[LoggedCall] = []
+        self.violations: list[str] = []
+        #: Accepted notifications, in order: (event_id, payload_sha256, position in the log).
+        self.notifications: list[tuple[str, str, int]] = []
+        #: Position in the log of each event's commit (its first transaction).
+        self.commits: dict[str, int] = {}
+        self.expired: set[str] = set()
+        #: Logical time spent per actor (ms): each call it makes costs ``call_ms``.
+        self.clock_ms: Counter[str] = Counter()
+        self.call_ms = 1000
+        #: Checks at the moment of a call: ``(world, actor, operation, request, response) -> None``.
+        self.call_checks: list[Callable[[World, str, str, Mapping[str, Any], Mapping[str, Any]], None]] = []
+        #: Per operation, a replacement answer for the actors' calls (negative controls).
+        self.overrides: dict[str, Callable[[World, str, Mapping[str, Any]], Any]] = {}
+        self._create()
+
+    # --- resources ----------------------------------------------------------------------------------
+
+    def _create(self) -> None:
+        """The tables, the DLQ and the topic, empty: made once per moto backend, emptied for every execution
+        (making them takes most of an execution's time; moto keeps no other state between executions)."""
+        raw = self.clients
+        suffix = ".fifo" if self.fifo else ""
+        fifo_queue = {"FifoQueue": "true"} if self.fifo else {}
+        backend = dynamodb_backends[DEFAULT_ACCOUNT_ID][REGION]
+        if EVENTS_TABLE not in backend.tables:
+            raw.raw_dynamodb.create_table(**events_table_definition(EVENTS_TABLE))
+            raw.raw_dynamodb.create_table(
+                TableName=ORDERS_TABLE,
+                KeySchema=[{"AttributeName": "order_id", "KeyType": "HASH"}],
+                AttributeDefinitions=[{"AttributeName": "order_id", "AttributeType": "S"}],
+                BillingMode="PAY_PER_REQUEST",
+            )
+        for table in (EVENTS_TABLE, ORDERS_TABLE):
+            backend.get_table(table).items.clear()
+        self.dlq_name = "orders-dlq" + suffix
+        queues = sqs_backends[DEFAULT_ACCOUNT_ID][REGION].queues
+        if self.dlq_name not in queues:
+            raw.raw_sqs.create_queue(QueueName=self.dlq_name, Attributes=fifo_queue)
+            raw.raw_sns.create_topic(Name="orders" + suffix, Attributes={"FifoTopic": "true"} if self.fifo else {})
+        queue = queues[self.dlq_name]
+        queue._messages.clear()
+        queue._pending_messages.clear()
+        queue.deleted_messages.clear()
+        self.dlq_url = f"https://sqs.{REGION}.amazonaws.com/{DEFAULT_ACCOUNT_ID}/{self.dlq_name}"
+        self.topic_arn = f"arn:aws:sns:{REGION}:{DEFAULT_ACCOUNT_ID}:orders{suffix}"
+        self.env = {
+            "PROCESSED_EVENTS_TABLE": EVENTS_TABLE,
+            "ORDER_RECORDS_TABLE": ORDERS_TABLE,
+            "TOPIC_ARN": self.topic_arn,
+            "DEAD_LETTER_QUEUE_URL": self.dlq_url,
+            "RECORD_TTL_SECONDS": "2592000",
+        }
+
+    # --- reading the state (moto's backends: no call, no scheduling point) ---------------------------
+
+    def items(self, table: str) -> dict[str, dict[str, Any]]:
+        key = "event_id" if table == EVENTS_TABLE else "order_id"
+        backend = dynamodb_backends[DEFAULT_ACCOUNT_ID][REGION]
+        found = [plain(item.to_json()["Attributes"]) for item in backend.get_table(table).all_items()]
+        return {str(item[key]): item for item in found}
+
+    def records(self) -> dict[str, dict[str, Any]]:
+        return self.items(EVENTS_TABLE)
+
+    def rows(self) -> dict[str, dict[str, Any]]:
+        return self.items(ORDERS_TABLE)
+
+    def dead_letters(self) -> list[tuple[str, str, str]]:
+        """(source message id, error code, body) of every message in the DLQ."""
+        queue = sqs_backends[DEFAULT_ACCOUNT_ID][REGION].queues[self.dlq_name]
+        found = []
+        for message in queue._messages:
+            attributes = message.message_attributes
+            found.append(
+                (
+                    str(attributes.get("source_message_id", {}).get("StringValue", "")),
+                    str(attributes.get("error_code", {}).get("StringValue", "")),
+                    message.body,
+                )
+            )
+        return found
+
+    def parked(self) -> dict[str, list[str]]:
+        parked: dict[str, list[str]] = {}
+        for source, code, _ in self.dead_letters():
+            parked.setdefault(source, []).append(code)
+        return parked
+
+    def notified(self) -> Counter[str]:
+        return Counter(event_id for event_id, _, _ in self.notifications)
+
+    def state_hash(self, extra: object = None) -> str:
+        """A digest of the tables, the DLQ, the notifications and ``extra`` (the queue model)."""
+        state = (
+            sorted(json.dumps(item, sort_keys=True, default=str) for item in self.records().values()),
+            sorted(json.dumps(item, sort_keys=True, default=str) for item in self.rows().values()),
+            sorted(self.dead_letters()),
+            sorted(Counter((event_id, sha) for event_id, sha, _ in self.notifications).items()),
+            extra,
+        )
+        return hashlib.sha256(repr(state).encode()).hexdigest()
+
+    def expire(self, event_id: str) -> bool:
+        """DynamoDB's TTL deleting a sent record (its ``ttl`` passed); False when it is not sent."""
+        record = self.records().get(event_id)
+        if record is None or record.get("status") != "sent":
+            self.log.append(LoggedCall(current_actor() or "-", f"TTL expiry of {event_id}", "not sent: kept"))
+            return False
+        self.clients.raw_dynamodb.delete_item(TableName=EVENTS_TABLE, Key={"event_id": {"S": event_id}})
+        self.expired.add(event_id)
+        self.log.append(LoggedCall(current_actor() or "-", f"TTL expiry of {event_id}", "deleted"))
+        return True
+
+    # --- the hooks ----------------------------------------------------------------------------------
+
+    @staticmethod
+    def install(clients: Clients, current: Callable[[], World | None]) -> None:
+        """Register the hooks on the actors' clients; they act on whatever world ``current`` returns."""
+
+        def keep_params(params: Mapping[str, Any], context: dict[str, Any], **_: Any) -> None:
+            context["explorer_params"] = copy.deepcopy(dict(params))
+
+        def before(model: Any, context: dict[str, Any], **_: Any) -> Any:
+            world = current()
+            if world is None:
+                return None
+            return world._before(model.service_model.service_name, model.name, context.get("explorer_params", {}))
+
+        def after(model: Any, http_response: Any, parsed: Mapping[str, Any], context: dict[str, Any], **_: Any) -> None:
+            world = current()
+            if world is not None:
+                world._after(model.name, context.get("explorer_params", {}), http_response.status_code, parsed)
+
+        for client in (clients.dynamodb, clients.sns, clients.sqs):
+            client.meta.events.register("before-parameter-build", keep_params)
+            client.meta.events.register("before-call", before)
+            client.meta.events.register("after-call", after)
+
+    def _before(self, service: str, operation: str, request: Mapping[str, Any]) -> Any:
+        actor = current_actor()
+        point = self.point_of(service, operation, request)
+        if point is not None and self.execution is not None and actor is not None:
+            action = self.execution.point(point)
+            self.clock_ms[actor] += self.call_ms
+            if action.startswith(FAULT_PREFIX):
+                return self._fault(operation, request, action[len(FAULT_PREFIX) :])
+            assert action == CALL
+        override = self.overrides.get(operation)
+        return None if override is None or actor is None else override(self, actor, request)
+
+    def _after(self, operation: str, request: Mapping[str, Any], status: int, response: Mapping[str, Any]) -> None:
+        actor = current_actor() or "-"
+        result = _summary(operation, status, response)
+        self.log.append(LoggedCall(actor, _describe(operation, request), result))
+        position = len(self.log) - 1
+        if status < 300 and operation == "PublishBatch":
+            entries = {entry["Id"]: json.loads(entry["Message"]) for entry in request["PublishBatchRequestEntries"]}
+            for accepted in response.get("Successful", []):
+                body = entries[accepted["Id"]]
+                self.notifications.append((body["event_id"], body["payload_sha256"], position))
+        if status < 300 and operation == "TransactWriteItems":
+            event_id = _event_of_transaction(request)
+            if event_id is not None:
+                self.commits.setdefault(event_id, position)
+        for check in self.call_checks:
+            try:
+                check(self, actor, operation, request, response if status < 300 else {"Error": response.get("Error")})
+            except AssertionError as exc:
+                self.violations.append(f"at {self.log[position]}: {exc}")
+
+    def shard_is_empty(self, shard: str) -> bool:
+        """Whether no item of the events table is in this shard of the pending index, nor can be."""
+        if shard in self.shards:
+            return False
+        return all(item.get(PENDING_SHARD_ATTRIBUTE) != shard for item in self.records().values())
+
+    # --- points and footprints ----------------------------------------------------------------------
+
+    def point_of(self, service: str, operation: str, request: Mapping[str, Any]) -> Point | None:
+        """The scheduling point of a call, or None for a call no other actor's move can conflict with."""
+        accesses: set[Access] = set()
+        if service == "dynamodb":
+            if operation == "Query":
+                shard = request["ExpressionAttributeValues"][":shard"]["S"]
+                if shard not in self.shards:
+                    return None
+                accesses.add((f"shard:{shard}", "r"))
+            elif operation == "TransactWriteItems":
+                for item in request["TransactItems"]:
+                    (kind, body), *_ = item.items()
+                    key = body["Item"] if kind == "Put" else body["Key"]
+                    accesses |= _item_access(body["TableName"], key, "w")
+            elif operation in ("UpdateItem", "PutItem", "DeleteItem"):
+                accesses |= _item_access(request["TableName"], request.get("Key") or request["Item"], "w")
+            elif operation == "GetItem":
+                accesses |= _item_access(request["TableName"], request["Key"], "r")
+            elif operation == "BatchGetItem":
+                if set(request["RequestItems"]) == {ORDERS_TABLE}:
+                    # The reconciler reads the rows of records it just read pending: each row was
+                    # written with its record, and a row is never written again, so this read
+                    # commutes with every move that can come between.
+                    return None
+                for table, part in request["RequestItems"].items():
+                    for key in part["Keys"]:
+                        accesses |= _item_access(table, key, "r")
+            else:
+                accesses.add(("dynamodb:*", "w"))
+        elif service == "sns":
+            accesses.add(("topic", "w"))
+            for entry in request.get("PublishBatchRequestEntries", []):
+                accesses.add((f"events:{json.loads(entry['Message'])['event_id']}", "r"))
+        else:
+            accesses.add(("queue:" + str(request.get("QueueUrl", "")).rsplit("/", 1)[-1], "w"))
+        read_only = all(mode == "r" for _, mode in accesses)
+        return Point(
+            label=_describe(operation, request),
+            footprint=frozenset(accesses),
+            crashable=not read_only,  # a crash before a read equals one before the actor's next write
+            faults=FAULTS.get(operation, ()),
+        )
+
+    # --- faults -------------------------------------------------------------------------------------
+
+    def _fault(self, operation: str, request: Mapping[str, Any], kind: str) -> Any:
+        if kind == "TransactionConflict":
+            reasons = [{"Code": "TransactionConflict", "Message": "injected"}] + [{"Code": "None"}] * (
+                len(request["TransactItems"]) - 1
+            )
+            return _error(
+                "TransactionCanceledException",
+                "Transaction cancelled, please refer cancellation reasons for specific reasons",
+                CancellationReasons=reasons,
+            )
+        if kind == "Throttling":
+            return _error("ThrottlingException", "Rate exceeded (injected)")
+        assert kind == "EntryRefused", kind
+        entries = list(request["PublishBatchRequestEntries"])
+        refused, kept = entries[0], entries[1:]
+        response: dict[str, Any] = {"Successful": [], "Failed": []}
+        if kept:
+            response = dict(
+                self.clients.raw_sns.publish_batch(TopicArn=request["TopicArn"], PublishBatchRequestEntries=kept)
+            )
+        failed = {"Id": refused["Id"], "Code": "InternalError", "Message": "injected", "SenderFault": False}
+        response["Failed"] = [*response.get("Failed", []), failed]
+        return _Http(200), response
+
+
+def _item_access(table: str, key: Mapping[str, Any], mode: str) -> set[Access]:
+    if table == EVENTS_TABLE:
+        event_id = key["event_id"]["S"]
+        return {(f"events:{event_id}", mode), (f"shard:{pending_shard(event_id)}", mode)}
+    return {(f"orders:{key['order_id']['S']}", mode)}
+
+
+def _event_of_transaction(request: Mapping[str, Any]) -> str | None:
+    for item in request.get("TransactItems", []):
+        put = item.get("Put")
+        if put and put["TableName"] == EVENTS_TABLE:
+            return str(put["Item"]["event_id"]["S"])
+    return None
+
+
+def is_mark(request: Mapping[str, Any]) -> bool:
+    return request.get("UpdateExpression") == MARK_SENT
+
+
+def _describe(operation: str, request: Mapping[str, Any]) -> str:
+    """A call in a few words: the operation and the items, shard, entries or messages it names."""
+    if operation == "TransactWriteItems":
+        return f"TransactWriteItems record+row of {_event_of_transaction(request)}"
+    if operation == "UpdateItem":
+        what = "mark sent" if is_mark(request) else request.get("UpdateExpression", "")[:24]
+        return f"UpdateItem {what} {request['Key']['event_id']['S']}"
+    if operation == "Query":
+        return f"Query pending index shard {request['ExpressionAttributeValues'][':shard']['S']}"
+    if operation == "BatchGetItem":
+        parts = [
+            f"{table} {[next(iter(key.values()))['S'] for key in part['Keys']]}"
+            for table, part in request["RequestItems"].items()
+        ]
+        return "BatchGetItem " + "; ".join(parts)
+    if operation == "PublishBatch":
+        events = [json.loads(entry["Message"])["event_id"] for entry in request["PublishBatchRequestEntries"]]
+        return f"PublishBatch {events}"
+    if operation in ("SendMessage", "SendMessageBatch"):
+        entries = request.get("Entries") or [request]
+        codes = [entry["MessageAttributes"]["error_code"]["StringValue"] for entry in entries]
+        return f"{operation} to the DLQ {codes}"
+    return operation
+
+
+def _summary(operation: str, status: int, response: Mapping[str, Any]) -> str:
+    if status >= 300:
+        error = response.get("Error", {})
+        reasons = [reason.get("Code") for reason in response.get("CancellationReasons", [])]
+        return f"{error.get('Code')}{reasons if reasons else ''}"
+    if operation == "PublishBatch":
+        return f"accepted {len(response.get('Successful', []))}, refused {len(response.get('Failed', []))}"
+    if operation == "Query":
+        return f"{len(response.get('Items', []))} entries"
+    if operation == "BatchGetItem":
+        return "; ".join(
+            f"{[{k: next(iter(v.values())) for k, v in item.items() if k in ('status', 'event_id')} for item in items]}"
+            for items in response.get("Responses", {}).values()
+        )
+    return "ok"
+
+
+def stale_read(snapshot: Mapping[str, Mapping[str, Any]], request: Mapping[str, Any]) -> Any:
+    """A BatchGetItem answered from ``snapshot`` (DynamoDB JSON items of the events table by key)."""
+    responses: dict[str, list[dict[str, Any]]] = {}
+    for table, part in request["RequestItems"].items():
+        found = []
+        for key in part["Keys"]:
+            item = snapshot.get(key["event_id"]["S"]) if table == EVENTS_TABLE else None
+            if item is not None:
+                found.append({name: value for name, value in item.items() if name in PENDING_RECORD_ATTRIBUTES})
+        responses[table] = found
+    return _Http(200), {"Responses": responses, "UnprocessedKeys": {}}
+
+
+__all__ = ["PENDING_SHARD_ATTRIBUTE", "Clients", "EmptyShards", "LoggedCall", "World", "is_mark", "stale_read"]
