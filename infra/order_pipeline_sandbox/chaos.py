@@ -13,8 +13,9 @@ from order_pipeline_sandbox.lambda_runtime import CrashOrder
 class RandomCrashes:
     """A seeded plan the poller asks before each invocation.
 
-    The first ``guaranteed`` invocations crash for sure (at one of their first ``len(records)``
-    calls: every record makes at least one), so that every run injects crashes; after that, each
+    The first ``guaranteed`` invocations crash for sure (at their first AWS call: a batch makes at
+    least one, however few calls the consumer batches its records into), so that every run injects
+    crashes; after that, each
     invocation crashes with probability ``rate`` at a random one of its first ``2 x records``
     calls (a new order costs 3 calls, a duplicate or a parked message 1), before the call is sent
     or after it returned. A batch holding a message on its last delivery (receive count at
@@ -37,7 +38,7 @@ class RandomCrashes:
         with self._lock:
             if self._guaranteed > 0:
                 self._guaranteed -= 1
-                return CrashOrder(at_call=self._rng.randint(1, len(records)), after=self._rng.random() < 0.5)
+                return CrashOrder(at_call=1, after=self._rng.random() < 0.5)
             if self._rng.random() >= self._rate:
                 return None
             return CrashOrder(at_call=self._rng.randint(1, 2 * len(records)), after=self._rng.random() < 0.5)
