@@ -19,8 +19,8 @@ child's stdin; the child answers on its original stdout, and everything the func
 sandbox's CloudWatch Logs. The child exits when its stdin closes.
 
 Crash injection (the chaos part): ``crash`` is ``{"at_call": n, "after": bool}`` or null. The child
-counts the AWS calls the handler makes through boto3's default session (the handler builds its
-clients from it) and, at the n-th call, raises :class:`InjectedCrash` before the request is sent or
+counts the AWS calls the handler makes through any botocore client (``BaseClient._make_api_call``,
+however the handler builds its clients) and, at the n-th call, raises :class:`InjectedCrash` before the request is sent or
 after its response arrived. ``InjectedCrash`` derives from ``BaseException``: the pipeline catches
 ``Exception`` per record, so this one goes through it and kills the invocation, like a process
 crash or a timeout would, and SQS redelivers the whole batch.
@@ -364,13 +364,20 @@ def _child_main(argv: Sequence[str]) -> None:
     sys.path[:0] = [args.task, *args.layer]
     sys.path.extend(args.site_packages)
 
-    import boto3
+    import botocore.client
 
     injector = _CrashInjector()
-    boto3.setup_default_session()
-    events = boto3.DEFAULT_SESSION.events  # type: ignore[union-attr]
-    events.register("before-call", injector.before_call)
-    events.register("after-call", injector.after_call)
+    # Every client's calls, however the handler builds its clients (boto3's default session or its
+    # own botocore session): BaseClient._make_api_call is where each one goes out.
+    make_api_call = botocore.client.BaseClient._make_api_call  # type: ignore[attr-defined]
+
+    def counted_api_call(client: Any, operation_name: str, api_params: Any) -> Any:
+        injector.before_call()
+        result = make_api_call(client, operation_name, api_params)
+        injector.after_call()
+        return result
+
+    botocore.client.BaseClient._make_api_call = counted_api_call  # type: ignore[attr-defined]
 
     entry, init_error = _load_handler(args.handler)
     # Where the handler's package was imported from: the asset, or else something is miswired.
