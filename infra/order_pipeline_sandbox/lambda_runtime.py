@@ -20,10 +20,11 @@ sandbox's CloudWatch Logs. The child exits when its stdin closes.
 
 Crash injection (the chaos part): ``crash`` is ``{"at_call": n, "after": bool}`` or null. The child
 counts the AWS calls the handler makes through any botocore client (``BaseClient._make_api_call``,
-however the handler builds its clients) and, at the n-th call, raises :class:`InjectedCrash` before the request is sent or
-after its response arrived. ``InjectedCrash`` derives from ``BaseException``: the pipeline catches
-``Exception`` per record, so this one goes through it and kills the invocation, like a process
-crash or a timeout would, and SQS redelivers the whole batch.
+however the handler builds its clients) and, at the n-th call, raises :class:`InjectedCrash`
+before the request is sent or after its response arrived. ``InjectedCrash`` derives from
+``BaseException``: the pipeline catches ``Exception`` per record, so this one goes through it
+and kills the invocation, like a process crash or a timeout would, and SQS redelivers the whole
+batch.
 
 Only the standard library may be imported at module level: the child starts with a bare path.
 """
