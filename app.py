@@ -31,6 +31,13 @@ from constructs import Construct
 from idempotent_order_pipeline import IdempotentOrderPipeline, IdempotentSubscriber, nag
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract import names
 
+# The app's own outputs beside the contract's, defined where make demo reads them.
+from order_pipeline_sandbox.worked_app import (
+    FULFILMENT_DEAD_LETTER_QUEUE_URL_OUTPUT,
+    FULFILMENT_QUEUE_URL_OUTPUT,
+    SHIPMENT_COUNTERS_TABLE_OUTPUT,
+)
+
 CDK_JSON = Path(__file__).resolve().parent / "cdk.json"
 #: The fulfilment subscriber's code: the worked example's counter handler (``shipping.handler``),
 #: deployed from where it lives rather than copied.
@@ -68,10 +75,6 @@ ORDER_SCHEMA: dict[str, Any] = {
 NOTIFICATION_ATTRIBUTES = ("country", "amount", "customer.tier")
 #: The fulfilment subscriber acts on the orders of this country only (an SNS filter policy).
 FULFILMENT_COUNTRY = "DE"
-#: The app's own outputs beside the pipeline's contract outputs: where the fulfilment subscriber counts.
-SHIPMENT_COUNTERS_TABLE_OUTPUT = "ShipmentCountersTableName"
-FULFILMENT_QUEUE_URL_OUTPUT = "FulfilmentQueueUrl"
-FULFILMENT_DEAD_LETTER_QUEUE_URL_OUTPUT = "FulfilmentDeadLetterQueueUrl"
 #: What an ``environments`` entry may hold (anything else is a typo and fails the synth).
 ENVIRONMENT_KEYS = frozenset(
     {

@@ -16,8 +16,11 @@ Per idempotency key of the accepted messages (orders, re-sends, conflicts):
 * unless every message of the key went to the DLQ through the queue's redrive (received
   ``maxReceiveCount`` times without success): then the key may have no row; that is reported.
 
-And: every invalid message is in the DLQ as ``INVALID_MESSAGE``; the DLQ holds nothing else; no
-row exists for an order that was not sent; the source queue is empty.
+And: every invalid message is in the DLQ as ``INVALID_MESSAGE``, every schema violation (an order
+that breaks the pipeline's ``order_schema``, sent past the producer) as ``SCHEMA_VIOLATION`` with
+no order row; the DLQ holds nothing else; no row exists for an order that was not sent; the source
+queue is empty. What the worked app adds (the producer's refusal, the fulfilment subscriber) is
+checked by :mod:`.worked_app`.
 """
 
 from __future__ import annotations
@@ -32,12 +35,13 @@ from boto3.dynamodb.types import TypeDeserializer
 
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract import names
 from order_pipeline_sandbox.server import Endpoint
-from order_pipeline_sandbox.traffic import PlannedMessage, TrafficPlan
+from order_pipeline_sandbox.traffic import ACCEPTED_KINDS, PlannedMessage, TrafficPlan
 
 #: The ``error_code`` shown for messages the queue's redrive policy moved (they carry none).
 REDRIVEN = "(redrive: maxReceiveCount)"
 INVALID_MESSAGE = "INVALID_MESSAGE"
 IDEMPOTENCY_CONFLICT = "IDEMPOTENCY_CONFLICT"
+SCHEMA_VIOLATION = "SCHEMA_VIOLATION"
 #: Long enough that a message read once is not read again while a queue is peeked.
 _READ_VISIBILITY_SECONDS = 600
 
@@ -51,6 +55,8 @@ class ParkedMessage:
     message_id: str
     source_message_id: str
     error_code: str
+    #: The reason the handler gave (None for a message the queue's redrive moved).
+    error_message: str | None = None
 
 
 @dataclass(frozen=True)
@@ -126,6 +132,7 @@ def read_state(endpoint: Endpoint, outputs: Mapping[str, str], notification_queu
             message_id=message["MessageId"],
             source_message_id=_attribute(message, "source_message_id") or message["MessageId"],
             error_code=_attribute(message, "error_code") or REDRIVEN,
+            error_message=_attribute(message, "error_message"),
         )
         for message in peek_queue(sqs, outputs[names.DEAD_LETTER_QUEUE_URL_OUTPUT])
     ]
@@ -157,7 +164,7 @@ def check(plan: TrafficPlan, state: EndpointState) -> CheckResult:
 
     by_event: dict[str, list[PlannedMessage]] = defaultdict(list)
     for message in plan.messages:
-        if message.kind != "invalid":
+        if message.kind in ACCEPTED_KINDS:
             by_event[str(message.event_id)].append(message)
     rows_by_event: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in state.order_rows:
@@ -210,6 +217,13 @@ def check(plan: TrafficPlan, state: EndpointState) -> CheckResult:
         letter = parked.get(str(message.message_id))
         if letter is None or letter.error_code not in (INVALID_MESSAGE, REDRIVEN):
             problems["invalid messages not parked as INVALID_MESSAGE"].append(f"{message.invalid_reason}")
+    violations = [message for message in plan.messages if message.kind == "schema_violation"]
+    for message in violations:
+        letter = parked.get(str(message.message_id))
+        if letter is None or letter.error_code not in (SCHEMA_VIOLATION, REDRIVEN):
+            problems["schema violations not parked as SCHEMA_VIOLATION"].append(f"{message.invalid_reason}")
+        if str(message.event_id) in rows_by_event:
+            problems["schema violations recorded as orders"].append(str(message.order_id))
     sent_ids = {str(message.message_id) for message in plan.messages}
     strangers = [letter.source_message_id for letter in state.dead_letters if letter.source_message_id not in sent_ids]
     if strangers:
@@ -231,6 +245,7 @@ def check(plan: TrafficPlan, state: EndpointState) -> CheckResult:
         "re-sent by the producer": plan.count("resend"),
         "conflicting": plan.count("conflict"),
         "invalid": len(invalid),
+        "schema violations": len(violations),
         "unique events": len(by_event),
         "order rows": len(state.order_rows),
         "duplicate rows": duplicate_rows,
@@ -240,7 +255,7 @@ def check(plan: TrafficPlan, state: EndpointState) -> CheckResult:
         "dead letters": len(state.dead_letters),
         "distinct messages in the DLQ": len(parked),
         "distinct messages parked by the handler": sum(letter.error_code != REDRIVEN for letter in parked.values()),
-        "expected in the DLQ": len(invalid) + losing_conflicts,
+        "expected in the DLQ": len(invalid) + len(violations) + losing_conflicts,
     }
     result.violations = [f"{name}: {len(items)} ({_short(items)})" for name, items in problems.items()]
     return result

@@ -27,7 +27,7 @@ from typing import Any
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract import names
 from idempotent_order_pipeline.keys import parse_identity_fields
 from idempotent_order_pipeline.powertools import LAYER_ARN_PARAMETER_ID, POWERTOOLS_LAYER_PARAMETER
-from order_pipeline_sandbox import checks, traffic
+from order_pipeline_sandbox import checks, traffic, worked_app
 from order_pipeline_sandbox.deploy import (
     DEFAULT_STAGE,
     REPO_ROOT,
@@ -88,6 +88,8 @@ class ChaosOptions:
     resend_share: float = traffic.DEFAULT_RESEND_SHARE
     conflict_share: float = traffic.DEFAULT_CONFLICT_SHARE
     invalid_share: float = traffic.DEFAULT_INVALID_SHARE
+    #: Used only when the deployed pipeline has an ``order_schema`` (app.py's has).
+    schema_violation_share: float = traffic.DEFAULT_SCHEMA_VIOLATION_SHARE
     visibility_timeout: int = DEFAULT_VISIBILITY_TIMEOUT_SECONDS
     drain_timeout: float = DEFAULT_DRAIN_TIMEOUT_SECONDS
 
@@ -287,6 +289,7 @@ class ChaosRun:
     metrics: Counter[str]
     wall_seconds: float
     drained: bool
+    worked_app: worked_app.WorkedAppRun = field(default_factory=worked_app.WorkedAppRun)
 
 
 def emf_metrics(logs_dir: Path) -> Counter[str]:
@@ -312,6 +315,7 @@ def run_chaos(sandbox: Sandbox, options: ChaosOptions, on_progress: ProgressHook
     """Steps 4-5: send the traffic, poll it through the function with crashes, drain, check."""
     started = time.monotonic()
     identity = parse_identity_fields(sandbox.function.environment.get(names.IDENTITY_FIELDS_VARIABLE))
+    schema = worked_app.order_schema(sandbox.endpoint, sandbox.deployment.stack_name)
     plan = traffic.plan_traffic(
         options.orders,
         seed=options.seed,
@@ -319,6 +323,16 @@ def run_chaos(sandbox: Sandbox, options: ChaosOptions, on_progress: ProgressHook
         resend_share=options.resend_share,
         conflict_share=options.conflict_share,
         invalid_share=options.invalid_share,
+        schema_violation_share=options.schema_violation_share if schema is not None else 0.0,
+    )
+    violations = traffic.schema_violations(plan)
+    # The producer refuses the first schema violation; the run then sends it (and the others) raw.
+    refusal = (
+        worked_app.refuse_at_producer(
+            sandbox.endpoint, sandbox.deployment.output(names.QUEUE_URL_OUTPUT), schema, violations[0]
+        )
+        if schema is not None and violations
+        else None
     )
     notifications = sandbox.subscribe_queue(f"sandbox-notifications-{plan.run_id}")
     crashes = (
@@ -349,6 +363,16 @@ def run_chaos(sandbox: Sandbox, options: ChaosOptions, on_progress: ProgressHook
     report(*poller.queue_depth())
     state = checks.read_state(sandbox.endpoint, sandbox.deployment.outputs, notifications)
     result = checks.check(plan, state)
+    app_run = worked_app.check_run(
+        sandbox.endpoint,
+        sandbox.deployment.outputs,
+        violations,
+        refusal,
+        state,
+        timeout=options.drain_timeout,
+        fulfilment=False,
+    )
+    result.violations += app_run.violations
     for error in poller.stats.unexpected_errors[:3]:
         result.violations.append(f"function error (not injected): {error.error_type}: {error.message[:300]}")
     if not drained and not poller.stats.unexpected_errors:
@@ -363,6 +387,7 @@ def run_chaos(sandbox: Sandbox, options: ChaosOptions, on_progress: ProgressHook
         metrics=emf_metrics(sandbox.logs_dir),
         wall_seconds=time.monotonic() - started,
         drained=drained,
+        worked_app=app_run,
     )
 
 

@@ -56,11 +56,32 @@ def render(run: ChaosRun, deployed: dict[str, Any], timings: dict[str, float], c
         table,
         "messages in the DLQ (distinct)",
         f"{figures['dead letters']} ({figures['distinct messages in the DLQ']})",
-        f"({figures['expected in the DLQ']}: invalid + losing conflicts)",
+        f"({figures['expected in the DLQ']}: invalid + schema violations + losing conflicts)",
         figures["distinct messages parked by the handler"] == figures["expected in the DLQ"],
     )
     for code, count in sorted(run.result.dead_letters_by_code.items()):
         _row(table, f"  error_code {code}", count, "0" if code == REDRIVEN else "")
+    app_run = run.worked_app
+    if app_run.refusal is not None:
+        _row(
+            table,
+            f"schema violation refused by the producer ({app_run.refusal.order_id})",
+            app_run.refusal.message or "accepted",
+            "refused",
+            app_run.refusal.refused,
+        )
+    _row(table, "schema violations sent past the producer", figures["schema violations"], "parked: SCHEMA_VIOLATION")
+    if app_run.fulfilment is not None:
+        shipped = app_run.fulfilment.figures
+        _row(
+            table,
+            f"fulfilment ({app_run.fulfilment.filter_policy}): orders shipped once / matching",
+            f"{shipped['orders shipped once']} / {shipped['orders for fulfilment (filter matches)']}",
+            "equal",
+            shipped["orders shipped once"] == shipped["orders for fulfilment (filter matches)"]
+            and len(app_run.fulfilment.shipments) == shipped["orders shipped once"],
+        )
+        _row(table, "  orders filtered out, never shipped", shipped["orders filtered out"])
     _row(table, "invocations (cold starts)", f"{stats.invocations} ({stats.cold_starts})")
     _row(table, "crashes injected", stats.crashes_injected, "> 0", stats.crashes_injected > 0)
     _row(table, "records reported failed by the function", stats.records_reported_failed)

@@ -11,7 +11,10 @@ with it, so :mod:`.checks` can hold the endpoint's state against it:
 * ``resend`` - the producer sends an order again: same body and attributes, a new SQS message;
 * ``conflict`` - the same key and ``order_id`` as an order, another payload (the amount changed);
 * ``invalid`` - breaks the message contract (not JSON, not an object, no ``order_id``, body and
-  attribute keys that disagree, a reserved field).
+  attribute keys that disagree, a reserved field);
+* ``schema_violation`` - a well-formed message whose order breaks the app's ``order_schema`` (an
+  amount that is a string or negative, no customer tier, no items, a country that is not a code),
+  sent raw to the queue, past the producer's check: the consumer parks it as ``SCHEMA_VIOLATION``.
 """
 
 from __future__ import annotations
@@ -35,16 +38,27 @@ from idempotent_order_pipeline.keys import (
 DEFAULT_RESEND_SHARE = 0.2
 DEFAULT_CONFLICT_SHARE = 0.05
 DEFAULT_INVALID_SHARE = 0.05
+#: For a pipeline with an ``order_schema`` (app.py's): orders that break it, sent raw.
+DEFAULT_SCHEMA_VIOLATION_SHARE = 0.02
 #: SendMessageBatch's limit.
 SEND_BATCH = 10
 
-Kind = Literal["order", "resend", "conflict", "invalid"]
+Kind = Literal["order", "resend", "conflict", "invalid", "schema_violation"]
 _INVALID_BODIES: tuple[tuple[str, Callable[[str], tuple[str, str | None]]], ...] = (
     ("truncated JSON", lambda tag: (f'{{"order_id": "{tag}", "amount": ', None)),
     ("not an object", lambda tag: (json.dumps([tag, 1]), None)),
     ("no order_id", lambda tag: (json.dumps({"customer_id": tag, "amount": 1}), None)),
     ("keys disagree", lambda tag: (json.dumps({"order_id": tag, EVENT_ID_FIELD: f"{tag}-body"}), f"{tag}-attr")),
     ("reserved field", lambda tag: (json.dumps({"order_id": tag, "payload_sha256": "0" * 64}), None)),
+)
+
+#: Each breaks one rule of app.py's ``order_schema`` in an otherwise valid order.
+_SCHEMA_VIOLATIONS: tuple[tuple[str, Callable[[dict[str, Any]], dict[str, Any]]], ...] = (
+    ("amount is a string", lambda order: {**order, "amount": f"{order['amount']:.2f}"}),
+    ("negative amount", lambda order: {**order, "amount": -order["amount"]}),
+    ("no customer tier", lambda order: {**order, "customer": {"id": order["customer"]["id"]}}),
+    ("no items", lambda order: {**order, "items": []}),
+    ("country is not a code", lambda order: {**order, "country": "Germany"}),
 )
 
 
@@ -83,7 +97,11 @@ class TrafficPlan:
     @property
     def unique_events(self) -> int:
         """Distinct idempotency keys among the messages the pipeline may accept."""
-        return len({message.event_id for message in self.messages if message.kind != "invalid"})
+        return len({message.event_id for message in self.messages if message.kind in ACCEPTED_KINDS})
+
+
+#: The kinds of message the pipeline records (the others it parks: ``invalid``, ``schema_violation``).
+ACCEPTED_KINDS: frozenset[Kind] = frozenset({"order", "resend", "conflict"})
 
 
 #: Where the demo's orders go; the app's fulfilment subscriber acts on the German ones only.
@@ -127,8 +145,9 @@ def plan_traffic(
     resend_share: float = DEFAULT_RESEND_SHARE,
     conflict_share: float = DEFAULT_CONFLICT_SHARE,
     invalid_share: float = DEFAULT_INVALID_SHARE,
+    schema_violation_share: float = 0.0,
 ) -> TrafficPlan:
-    """Plan ``orders`` orders plus the shares of re-sends, conflicts and invalid messages, shuffled."""
+    """Plan ``orders`` orders and the shares of re-sends, conflicts, invalid messages, schema violations, shuffled."""
     rng = random.Random(seed)  # noqa: S311 - reproducible test data, not secrets
     run_id = f"{rng.getrandbits(32):08x}"
     if identity_fields != DEFAULT_IDENTITY_FIELDS:
@@ -163,8 +182,22 @@ def plan_traffic(
         plan.messages.append(
             PlannedMessage(kind="invalid", body=text, idempotency_key=attribute_key, invalid_reason=reason)
         )
+    for index in range(round(orders * schema_violation_share)):
+        reason, breaks = _SCHEMA_VIOLATIONS[index % len(_SCHEMA_VIOLATIONS)]
+        body = breaks(_order_body(rng, f"violation-{run_id}-{index:06d}"))
+        violation = _planned("schema_violation", body, None, identity_fields)
+        violation.invalid_reason = reason
+        plan.messages.append(violation)
     rng.shuffle(plan.messages)
     return plan
+
+
+def schema_violations(plan: TrafficPlan) -> list[PlannedMessage]:
+    """The plan's schema violations, in the order they were planned (by ``order_id``)."""
+    return sorted(
+        (message for message in plan.messages if message.kind == "schema_violation"),
+        key=lambda message: str(message.order_id),
+    )
 
 
 def send(

@@ -103,9 +103,10 @@ def final_state(messages: Iterable[Message], observed: Observed) -> None:
             continue
         record = records.get(message.event_id or "")
         row = rows.get(message.order_id or "")
-        holds_my_payload = (
-            record["payload_sha256"] == message.sha if record else bool(row) and row["payload_sha256"] == message.sha
-        )
+        if record is not None:
+            holds_my_payload = record["payload_sha256"] == message.sha
+        else:
+            holds_my_payload = row is not None and row["payload_sha256"] == message.sha
         if message_id in parked:
             # parked only as a conflict, and only when the recorded content differs
             assert set(parked[message_id]) == {"IDEMPOTENCY_CONFLICT"}, (message_id, parked[message_id])

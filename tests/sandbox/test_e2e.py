@@ -20,6 +20,7 @@ from boto3.dynamodb.types import TypeDeserializer
 
 from order_pipeline_sandbox.demo import ChaosOptions, Sandbox, SandboxOptions, run_chaos
 from order_pipeline_sandbox.outage import run_sns_outage
+from order_pipeline_sandbox.traffic import ACCEPTED_KINDS
 
 pytestmark = pytest.mark.e2e
 
@@ -76,7 +77,7 @@ def test_chaos_run_on_the_deployed_stack_keeps_every_invariant(tmp_path: Path) -
         depth = sqs.get_queue_attributes(QueueUrl=outputs["QueueUrl"], AttributeNames=["All"])["Attributes"]
         assert (depth["ApproximateNumberOfMessages"], depth["ApproximateNumberOfMessagesNotVisible"]) == ("0", "0")
 
-        accepted = [m for m in run.plan.messages if m.kind != "invalid"]
+        accepted = [m for m in run.plan.messages if m.kind in ACCEPTED_KINDS]
         payloads = defaultdict(set)
         for message in accepted:
             payloads[message.event_id].add(message.payload_sha256)
@@ -106,7 +107,21 @@ def test_chaos_run_on_the_deployed_stack_keeps_every_invariant(tmp_path: Path) -
         }
         expected = {m.message_id: "INVALID_MESSAGE" for m in run.plan.messages if m.kind == "invalid"}
         expected |= {m.message_id: "IDEMPOTENCY_CONFLICT" for m in accepted if m.payload_sha256 != recorded[m.event_id]}
+        violations = [m for m in run.plan.messages if m.kind == "schema_violation"]
+        assert violations  # the app's pipeline has an order_schema: the run sends orders that break it
+        expected |= {m.message_id: "SCHEMA_VIOLATION" for m in violations}
         assert reasons == expected
+        # AND the producer refused the first of them, with the message the consumer parked it with
+        refusal = run.worked_app.refusal
+        assert refusal is not None
+        assert refusal.refused
+        assert {
+            m["MessageAttributes"]["error_message"]["StringValue"]
+            for m in parked
+            if m["MessageAttributes"]["error_code"]["StringValue"] == "SCHEMA_VIOLATION"
+            and refusal.order_id in m["Body"]
+        } == {refusal.message}
+        assert run.result.violations == []
         assert all(pid is not None for pid in pids)
 
         # WHEN SNS is down long enough for new orders to reach the DLQ, the DLQ is dropped without a

@@ -18,6 +18,9 @@ RUNS: list[tuple[str, Bounds]] = [
             "standard/conflicting-content",
             "fifo/same-content",
             "fifo/conflicting-content",
+            # one message delivered twice at once; both messages lost unless acknowledged
+            "standard/one-message-twice",
+            "standard/last-receive",
         )
     ),
     ("standard/same-content", ONE_FAULT),

@@ -13,6 +13,7 @@ deadline (its deadline thread is covered by ``tests/reconciler/test_deadline.py`
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
@@ -219,11 +220,11 @@ class Harness:
 
     def _actors(self, scenario: Scenario, world: World, messages: list[Message]) -> list[tuple[str, Callable[[], Any]]]:
         actors: list[tuple[str, Callable[[], Any]]] = [
-            (delivery.name, lambda d=delivery: self._deliver(scenario, world, messages, d))
+            (delivery.name, functools.partial(self._deliver, scenario, world, messages, delivery))
             for delivery in scenario.deliveries
         ]
         if scenario.reconciler:
-            actors.append(("R", lambda: reconciler_handler.handler({}, _LambdaContext())))  # type: ignore[arg-type]
+            actors.append(("R", lambda: reconciler_handler.handler({}, _LambdaContext())))
         if scenario.ttl_expiry is not None:
             event_id = scenario.ttl_expiry
 
@@ -240,7 +241,7 @@ class Harness:
     def _deliver(self, scenario: Scenario, world: World, messages: list[Message], delivery: Delivery) -> None:
         batch = [messages[index] for index in delivery.messages]
         context = _TimedContext(world, delivery.name, delivery.budget_ms)
-        response = consumer_handler.handler({"Records": scenario.batch(messages, delivery)}, context)  # type: ignore[arg-type]
+        response = consumer_handler.handler({"Records": scenario.batch(messages, delivery)}, context)
         failed = {failure["itemIdentifier"] for failure in response["batchItemFailures"]}
         acknowledged = [m for m in batch if m.message_id not in failed]
         footprint = {(f"events:{m.event_id}", "r") for m in batch} | {(f"msg:{m.message_id}", "w") for m in batch}
@@ -268,7 +269,7 @@ class Harness:
                 for message in left:
                     message.redriven = True  # moved to the DLQ by the redrive policy, and the DLQ dropped
                 break
-            response = consumer_handler.handler({"Records": [m.record for m in left]}, _LambdaContext())  # type: ignore[arg-type]
+            response = consumer_handler.handler({"Records": [m.record for m in left]}, _LambdaContext())
             failed = {failure["itemIdentifier"] for failure in response["batchItemFailures"]}
             acknowledged = [m for m in left if m.message_id not in failed]
             checks.acknowledged_ones_are_sent_or_parked(world, "drain", acknowledged)
@@ -277,7 +278,7 @@ class Harness:
         for _ in range(3):
             if not any(r["status"] == "pending" for r in world.records().values()):
                 break
-            reconciler_handler.handler({}, _LambdaContext())  # type: ignore[arg-type]
+            reconciler_handler.handler({}, _LambdaContext())
         if world.violations:
             raise AssertionError("; ".join(world.violations))
 
@@ -321,12 +322,12 @@ class Harness:
         def drive(execution: Execution) -> None:
             execution.start()
             for move in wanted:
-                options = {str(option): option for option in execution.enabled()}
-                assert move in options, f"{move} is not possible here; possible: {sorted(options)}"
-                execution.take(options[move])
-            # then every actor runs to its end, first enabled move first
-            while options := execution.enabled():
-                execution.take(next(o for o in options if o.action == "call"))
+                possible = {str(option): option for option in execution.enabled()}
+                assert move in possible, f"{move} is not possible here; possible: {sorted(possible)}"
+                execution.take(possible[move])
+            # then every actor runs to its end, its call taken at each point
+            while rest := execution.enabled():
+                execution.take(next(o for o in rest if o.action == "call"))
 
         return self.run_one(scenario, bounds, drive, set(), prepare)
 

@@ -9,6 +9,7 @@ deleting a sent record. Every scenario's events share one index shard, so the re
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -152,8 +153,12 @@ def two_deliveries() -> Scenario:
     return Scenario("standard/two-deliveries", False, _two(False), TWO, reconciler=False)
 
 
+def _same(scenario: Scenario) -> Scenario:
+    return scenario
+
+
 def by_name() -> dict[str, Callable[[], Scenario]]:
-    found: dict[str, Callable[[], Scenario]] = {s.name: (lambda s=s: s) for s in published()}
+    found: dict[str, Callable[[], Scenario]] = {s.name: functools.partial(_same, s) for s in published()}
     found[late_mark_after_expiry().name] = late_mark_after_expiry
     found[short_invocation().name] = short_invocation
     found[two_deliveries().name] = two_deliveries

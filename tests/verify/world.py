@@ -26,7 +26,7 @@ from typing import Any
 
 import boto3
 from boto3.dynamodb.types import TypeDeserializer
-from moto.core import DEFAULT_ACCOUNT_ID
+from moto.core.models import DEFAULT_ACCOUNT_ID
 from moto.dynamodb.models import dynamodb_backends
 from moto.sqs.models import sqs_backends
 
