@@ -71,3 +71,21 @@ def test_an_attribute_without_a_type_is_packed_as_a_string() -> None:
     envelope = json.loads(result[PARKED_ATTRIBUTE]["StringValue"])
     assert envelope["packed"] == {"error_code": {"dataType": "String", "stringValue": "mine"}}
     assert result["error_code"]["StringValue"] == "INVALID_MESSAGE"
+
+
+def test_a_client_made_on_first_park_is_made_once_and_used() -> None:
+    # GIVEN a DLQ given a client factory, not a client
+    made: list[RecordingSqs] = []
+
+    def factory() -> RecordingSqs:
+        made.append(RecordingSqs())
+        return made[-1]
+
+    dlq = DeadLetterQueue(queue_url="https://sqs/dlq", client_factory=factory)  # type: ignore[arg-type]
+    # WHEN two parks are made
+    first = dlq.park_batch([request(1)])
+    second = dlq.park_batch([request(2)])
+    # THEN the client was made once, at the first park, and carried both messages
+    assert (first, second) == ([None], [None])
+    assert len(made) == 1
+    assert [batch[0]["MessageBody"] for batch in made[0].batches] == ["not json", "not json"]

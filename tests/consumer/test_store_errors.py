@@ -7,6 +7,7 @@ answer is injected at the client, as botocore raises it.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -17,7 +18,10 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.contract.errors impo
     RejectedByStoreError,
     StoreUnavailableError,
 )
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.keys import DEFAULT_IDENTITY_FIELDS
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.message import parse_order_message
 from idempotent_order_pipeline._lambda_asset.order_consumer.store import OrderStore
+from tests.consumer.harness import cancelled
 
 ADOPT_ACTION = "the pending check of the order row's event"
 
@@ -126,3 +130,50 @@ def test_an_unreachable_store_is_a_store_failure_naming_the_endpoint() -> None:
     assert str(raised.value) == (
         'DynamoDB unreachable: Could not connect to the endpoint URL: "https://dynamodb.eu-west-1.amazonaws.com"'
     )
+
+
+class CancellingClient:
+    """A DynamoDB client whose TransactWriteItems is cancelled with the given per-item reason codes."""
+
+    def __init__(self, *codes: str) -> None:
+        self.codes = codes
+
+    def transact_write_items(self, **_: Any) -> None:
+        raise cancelled(*self.codes)
+
+
+@pytest.mark.parametrize(
+    ("codes", "expected", "message"),
+    [
+        pytest.param(
+            ("ValidationError", "None"),
+            RejectedByStoreError,
+            "DynamoDB rejected the order transaction: [{'Code': 'ValidationError'}, {'Code': 'None'}]",
+            id="invalid",
+        ),
+        pytest.param(
+            ("TransactionConflict", "None"),
+            StoreUnavailableError,
+            "order transaction cancelled: ['TransactionConflict', 'None']",
+            id="conflict",
+        ),
+    ],
+)
+def test_a_cancelled_record_write_becomes_the_domain_error_of_its_reasons(
+    codes: tuple[str, str], expected: type[Exception], message: str
+) -> None:
+    # GIVEN DynamoDB cancels the order's transaction with these per-item reasons
+    store = OrderStore(
+        client=CancellingClient(*codes),  # type: ignore[arg-type]
+        processed_events_table="events",
+        order_records_table="orders",
+        record_ttl_seconds=60,
+    )
+    order = parse_order_message(json.dumps({"order_id": "o-1"}), {}, DEFAULT_IDENTITY_FIELDS)
+    # WHEN the order is recorded
+    with pytest.raises(expected) as raised:
+        store.record(order)
+    # THEN an invalid item is a permanent rejection (parked), a conflict a transient failure (retried),
+    # each naming the reasons
+    assert type(raised.value) is expected
+    assert str(raised.value) == message

@@ -315,3 +315,22 @@ def test_fifo_topic_gets_the_ids_the_consumer_sends(make_world: Callable[..., Re
         assert got["_sqs_attributes"].get(attribute) == expected["_sqs_attributes"].get(attribute), attribute
     assert got["_sqs_attributes"].get("MessageGroupId")
     assert [record["status"] for record in crashed.records().values()] == ["sent"]
+
+
+def test_marks_that_fail_leave_the_published_records_pending_and_report_why(world: ReconcilerWorld) -> None:
+    # GIVEN old pending records and DynamoDB throttling the sent marks (SNS works)
+    event_ids = world.pend([order(i) for i in range(3)], created_at=NOW - HOUR)
+    throttled = client_error("UpdateItem", "ThrottlingException", "slow down")
+    world.board.arm(ArmedFault(throttled, operation="update_item"))
+
+    # WHEN a run publishes them and then cannot mark them
+    report = world.reconciler(clock=clock_at(NOW)).run()
+
+    # THEN each was notified, none is counted reconciled, all stay pending for the next run, and the
+    # report says which call failed and why (once per chunk: the records' shards are read apart)
+    assert world.notified() == dict.fromkeys(event_ids, 1)
+    assert report.reconciled == 0
+    assert report.left_pending == 3
+    assert world.pending_in_index() == set(event_ids)
+    assert report.errors
+    assert set(report.errors) == {"DynamoDB failed the sent mark: ThrottlingException: slow down"}

@@ -1,10 +1,14 @@
 """A record marked ``sent`` that is still in the pending index (0.1.0's mark, after a rollback) is
-released by the reconciler: out of the index, a ``ttl`` if it had none, never notified again."""
+released by the reconciler: out of the index, a ``ttl`` if it had none, never notified again; a
+pending record is never released. And the index's reads of a sparse BatchGetItem answer."""
 
 from __future__ import annotations
 
 import time
+from typing import Any
 
+from idempotent_order_pipeline._lambda_asset.order_consumer.pending_records import PendingIndex
+from idempotent_order_pipeline._lambda_asset.order_consumer.store import OrderStore
 from tests.consumer.harness import ArmedFault, client_error
 from tests.reconciler.harness import TTL_SECONDS, ReconcilerWorld, order
 
@@ -66,3 +70,42 @@ def test_a_release_that_fails_is_reported_and_left_indexed_for_the_next_run(worl
     ]
     assert world.pending_in_index() == {event_id}
     assert "ttl" not in world.records()[event_id]
+
+
+def test_a_release_never_takes_a_pending_record_out_of_the_index(world: ReconcilerWorld) -> None:
+    # GIVEN a record still pending (not notified yet)
+    [event_id] = world.pend([order(1)], created_at=NOW - 7200)
+    store = OrderStore(
+        client=world.dynamodb,
+        processed_events_table=world.events_table,
+        order_records_table=world.orders_table,
+        record_ttl_seconds=TTL_SECONDS,
+    )
+    # WHEN a release is attempted on it (a run that read it as sent before a redelivery changed it)
+    released = store.release_sent(event_id)
+    # THEN nothing changed: it stays pending, indexed, without a ttl
+    assert released is False
+    assert world.pending_in_index() == {event_id}
+    assert world.records()[event_id]["status"] == "pending"
+    assert "ttl" not in world.records()[event_id]
+
+
+class AnswersWithoutTheTable:
+    """A DynamoDB client whose BatchGetItem answers carry neither the table's responses nor UnprocessedKeys."""
+
+    def batch_get_item(self, **_: Any) -> dict[str, Any]:
+        return {"Responses": {}}
+
+
+def test_an_answer_without_the_table_means_no_rows_and_nothing_left_unread() -> None:
+    # GIVEN DynamoDB answers a read of two order rows with nothing for the table (neither rows nor keys left)
+    index = PendingIndex(
+        client=AnswersWithoutTheTable(),  # type: ignore[arg-type]
+        processed_events_table="events",
+        order_records_table="orders",
+    )
+    # WHEN the rows are read
+    rows, unread = index.read_order_rows(["o-1", "o-2"])
+    # THEN neither row exists and none is left unread (an absent table in Responses is no item)
+    assert rows == {}
+    assert unread == set()
