@@ -301,22 +301,30 @@ class _CrashInjector:
         with self._lock:
             self._order = None
 
-    def _fire(self, after: bool) -> bool:
+    def _fire(self, number: int, after: bool) -> bool:
         with self._lock:
-            if not after:
-                self.calls += 1
             order = self._order
-            if order is None or bool(order["after"]) != after or self.calls != int(order["at_call"]):
+            if order is None or bool(order["after"]) != after or number != int(order["at_call"]):
                 return False
             self._order = None
             return True
 
-    def before_call(self, **kwargs: Any) -> None:
-        if self._fire(after=False):
+    def before_call(self) -> int:
+        """Count a call about to be sent and return its number; crash here if armed for it."""
+        with self._lock:
+            self.calls += 1
+            number = self.calls
+        if self._fire(number, after=False):
             raise InjectedCrash("injected crash before an AWS call was sent")
+        return number
 
-    def after_call(self, **kwargs: Any) -> None:
-        if self._fire(after=True):
+    def after_call(self, number: int) -> None:
+        """Crash after call ``number`` returned, if armed for it.
+
+        By the call's own number, not the count so far: the consumer makes calls from several
+        threads at once, so by the time call 1 returns, calls 2 to 9 may have been sent.
+        """
+        if self._fire(number, after=True):
             raise InjectedCrash("injected crash after an AWS call succeeded")
 
 
@@ -373,9 +381,9 @@ def _child_main(argv: Sequence[str]) -> None:
     make_api_call = botocore.client.BaseClient._make_api_call  # type: ignore[attr-defined]
 
     def counted_api_call(client: Any, operation_name: str, api_params: Any) -> Any:
-        injector.before_call()
+        number = injector.before_call()
         result = make_api_call(client, operation_name, api_params)
-        injector.after_call()
+        injector.after_call(number)
         return result
 
     botocore.client.BaseClient._make_api_call = counted_api_call  # type: ignore[attr-defined]
