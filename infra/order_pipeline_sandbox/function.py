@@ -10,9 +10,12 @@ Two moto gaps are bridged here, both visible in the report:
 
 * moto's CloudFormation drops a function's ``Layers`` (``GetFunction`` lists none), so the layers
   are read from the deployed template (``GetTemplate``), a ``{"Ref": ...}`` resolved from the
-  stack's parameters (the construct's ``PowertoolsLayerArn``), and must be layer versions the endpoint
-  holds; their content is the zip the sandbox published, checked against the endpoint's
-  ``CodeSha256`` (moto returns no download location for layers);
+  stack's parameters (the construct's ``PowertoolsLayerArn``) or from its own
+  ``AWS::Lambda::LayerVersion`` resources (an ``IdempotentSubscriber``'s runtime layer, whose
+  physical id is its ARN with :mod:`.moto_cloudformation`), and must be layer versions the endpoint
+  holds. A layer the sandbox published is the zip it built; any other is read from the S3 object
+  ``GetLayerVersion`` names as its location (a CDK asset in the bootstrap bucket). Either is
+  checked against the endpoint's ``CodeSha256``;
 * moto would run the mapping itself, in Docker, inside every ``SendMessage``: the endpoint
   (:func:`.server.prepare_moto`) leaves that out, and :mod:`.poller` does the mapping's job.
 """
@@ -43,6 +46,14 @@ class DeployedFunctionError(RuntimeError):
 
 
 @dataclass(frozen=True)
+class FunctionLayer:
+    """One of the function's layer versions, and its zip (checked against the endpoint's ``CodeSha256``)."""
+
+    arn: str
+    zip: bytes = field(repr=False)
+
+
+@dataclass(frozen=True)
 class DeployedFunction:
     """The function's configuration and code as the endpoint holds them."""
 
@@ -55,7 +66,7 @@ class DeployedFunction:
     environment: Mapping[str, str]
     code_sha256: str
     code_zip: bytes = field(repr=False)
-    layers: Sequence[Layer] = ()
+    layers: Sequence[FunctionLayer] = ()
 
     def unpack(self, directory: Path) -> tuple[Path, list[Path]]:
         """Unpack the code (as ``/var/task``) and each layer (as ``/opt``) under ``directory``.
@@ -67,7 +78,7 @@ class DeployedFunction:
         layer_dirs = []
         for index, layer in enumerate(self.layers):
             layer_dir = directory / f"layer-{index}"
-            _extract(layer.zip_path.read_bytes(), layer_dir)
+            _extract(layer.zip, layer_dir)
             layer_dirs.append(layer_dir / "python")
         return code_dir, layer_dirs
 
@@ -110,7 +121,7 @@ def _b64_sha256(data: bytes) -> str:
 
 
 def _code_zip(endpoint: Endpoint, location: str, code_sha256: str) -> bytes:
-    """The code zip, from the bucket that holds the key moto names in the code location."""
+    """The zip (code or layer), from the bucket that holds the key moto names in its location."""
     key = urlparse(location).path.lstrip("/")
     s3 = endpoint.client("s3")
     for bucket in s3.list_buckets().get("Buckets", []):
@@ -120,14 +131,27 @@ def _code_zip(endpoint: Endpoint, location: str, code_sha256: str) -> bytes:
             continue
         if _b64_sha256(body) == code_sha256:
             return body
-    raise DeployedFunctionError(f"no bucket on the endpoint holds the function's code {key!r} with its CodeSha256")
+    raise DeployedFunctionError(
+        f"no bucket on the endpoint holds {key!r} with its CodeSha256 (the function's code or layer)"
+    )
 
 
 def _template_layers(endpoint: Endpoint, stack_name: str, template: Mapping[str, Any], logical_id: str) -> list[str]:
-    """The ``Layers`` of the function's resource in the deployed template, stack parameters resolved."""
+    """The ``Layers`` of the function's resource in the deployed template, ``Ref``s resolved."""
     layers = template["Resources"][logical_id].get("Properties", {}).get("Layers", [])
-    parameters = _stack_parameters(endpoint, stack_name)
-    return [_resolve(layer, parameters) for layer in layers]
+    references = {**_stack_layer_versions(endpoint, stack_name), **_stack_parameters(endpoint, stack_name)}
+    return [_resolve(layer, references) for layer in layers]
+
+
+def _stack_layer_versions(endpoint: Endpoint, stack_name: str) -> dict[str, str]:
+    """The stack's own layer versions: logical id -> physical id (the version ARN)."""
+    cloudformation = endpoint.client("cloudformation")
+    return {
+        summary["LogicalResourceId"]: str(summary.get("PhysicalResourceId", ""))
+        for page in cloudformation.get_paginator("list_stack_resources").paginate(StackName=stack_name)
+        for summary in page["StackResourceSummaries"]
+        if summary.get("ResourceType") == "AWS::Lambda::LayerVersion"
+    }
 
 
 def _function_resource(endpoint: Endpoint, function_name: str) -> tuple[str, str] | None:
@@ -155,30 +179,37 @@ def _stack_parameters(endpoint: Endpoint, stack_name: str) -> dict[str, str]:
     }
 
 
-def _resolve(layer: Any, parameters: Mapping[str, str]) -> str:
-    """A layer entry of the template: an ARN, or ``{"Ref": <stack parameter>}``."""
-    if isinstance(layer, dict) and set(layer) == {"Ref"} and layer["Ref"] in parameters:
-        return parameters[layer["Ref"]]
+def _resolve(layer: Any, references: Mapping[str, str]) -> str:
+    """A layer entry of the template: an ARN, or ``{"Ref": <stack parameter or layer version of the stack>}``."""
+    if isinstance(layer, dict) and set(layer) == {"Ref"} and references.get(layer["Ref"]):
+        return references[layer["Ref"]]
     if isinstance(layer, str):
         return layer
-    raise DeployedFunctionError(f"the function's layer {layer!r} is neither an ARN nor a stack parameter")
+    raise DeployedFunctionError(
+        f"the function's layer {layer!r} is neither an ARN, nor a stack parameter, nor a layer version of its stack"
+    )
 
 
-def _layers(endpoint: Endpoint, arns: Sequence[str], published: Mapping[str, Layer]) -> list[Layer]:
+def _layers(endpoint: Endpoint, arns: Sequence[str], published: Mapping[str, Layer]) -> list[FunctionLayer]:
     client = endpoint.client("lambda")
     layers = []
     for arn in arns:
-        layer = published.get(arn)
-        if layer is None:
-            raise DeployedFunctionError(
-                f"the function uses layer {arn}, which the sandbox did not publish; the construct's default "
-                "layer must come from the Powertools SSM parameter the sandbox publishes"
-            )
         name, version = arn.split(":")[-2:]
         content = client.get_layer_version(LayerName=name, VersionNumber=int(version))["Content"]
-        if content.get("CodeSha256") != _b64_sha256(layer.zip_path.read_bytes()):
-            raise DeployedFunctionError(f"layer {arn} on the endpoint is not the zip {layer.zip_path}")
-        layers.append(layer)
+        code_sha256 = str(content.get("CodeSha256", ""))
+        layer = published.get(arn)
+        if layer is not None:
+            data = layer.zip_path.read_bytes()
+            if code_sha256 != _b64_sha256(data):
+                raise DeployedFunctionError(f"layer {arn} on the endpoint is not the zip {layer.zip_path}")
+        elif urlparse(str(content.get("Location", ""))).path.lstrip("/"):
+            data = _code_zip(endpoint, str(content["Location"]), code_sha256)
+        else:
+            raise DeployedFunctionError(
+                f"the function uses layer {arn}, which the sandbox did not publish and whose content the "
+                "endpoint has no S3 location for"
+            )
+        layers.append(FunctionLayer(arn=arn, zip=data))
     return layers
 
 

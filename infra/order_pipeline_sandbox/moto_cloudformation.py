@@ -47,6 +47,12 @@ a skipped resource, a refused one) is logged to :data:`LOGGER`, which the server
 8. **Event source mappings leave the queue.** moto's ``DeleteEventSourceMapping`` (which stack
    deletion calls) forgets the mapping but the queue keeps invoking it on every ``SendMessage``:
    "Function not found" for a function nobody deployed. Here the queue (or table stream) forgets it too.
+9. **A stack's own layer versions.** moto's ``AWS::Lambda::LayerVersion`` has no physical id: the
+   stack lists the resource with an empty ``PhysicalResourceId`` and a ``Ref`` to it (a function's
+   ``Layers``, an output) evaluates to the model object's repr. And ``GetLayerVersion`` names no
+   ``Content.Location`` (``s3://``), so nothing can read the layer's zip back. Here, as in
+   CloudFormation, the physical id (and so ``Ref``) is the layer version's ARN, and a layer version
+   whose content came from S3 (a CDK asset) names that object as its location.
 """
 
 from __future__ import annotations
@@ -57,7 +63,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from moto.awslambda.models import LambdaBackend
+from moto.awslambda.models import LambdaBackend, LayerVersion
 from moto.cloudformation import parsing
 from moto.cloudformation import responses as cloudformation_responses
 from moto.cloudformation.exceptions import CloudFormationError, ValidationError
@@ -125,6 +131,7 @@ _ORIGINAL: dict[str, Callable[..., Any]] = {
     "parse_and_update_resource": parsing.parse_and_update_resource,
     "resource_class_from_type": parsing.resource_class_from_type,
     "delete_event_source_mapping": LambdaBackend.delete_event_source_mapping,
+    "get_layer_version": LayerVersion.get_layer_version,
 }
 _lock = threading.Lock()
 
@@ -580,6 +587,28 @@ def delete_event_source_mapping(self: LambdaBackend, uuid: str) -> Any:
     return mapping
 
 
+# --- 9. a stack's own layer versions ----------------------------------------------------------------
+
+
+def layer_version_physical_id(self: LayerVersion) -> str:
+    """The physical id (and ``Ref``) of an ``AWS::Lambda::LayerVersion``: its version ARN, as in CloudFormation."""
+    return self.arn
+
+
+def layer_s3_location(region: str, bucket: str, key: str) -> str:
+    """The ``Content.Location`` of a layer version whose zip is the S3 object ``bucket``/``key``."""
+    return f"https://{bucket}.s3.{region}.amazonaws.com/{key}"
+
+
+def get_layer_version(self: LayerVersion) -> dict[str, Any]:
+    """moto's ``get_layer_version``; content from S3 names its object as the location."""
+    version: dict[str, Any] = _ORIGINAL["get_layer_version"](self)
+    bucket, key = self.content.get("S3Bucket"), self.content.get("S3Key")
+    if bucket and key:
+        version["Content"]["Location"] = layer_s3_location(self.region, str(bucket), str(key))
+    return version
+
+
 # --- install --------------------------------------------------------------------------------------
 
 _PATCHES: list[tuple[Any, str, Any]] = [
@@ -596,10 +625,13 @@ _PATCHES: list[tuple[Any, str, Any]] = [
     (parsing, "parse_and_update_resource", parse_and_update_resource),
     (parsing, "resource_class_from_type", resource_class_from_type),
     (LambdaBackend, "delete_event_source_mapping", delete_event_source_mapping),
+    (LayerVersion, "physical_resource_id", property(layer_version_physical_id)),
+    (LayerVersion, "get_layer_version", get_layer_version),
 ]
 
-
-_SAVED = {(owner, name): getattr(owner, name) for owner, name, _ in _PATCHES}
+# moto's LayerVersion has no physical_resource_id at all: revert removes what apply added.
+_ABSENT = object()
+_SAVED = {(owner, name): getattr(owner, name, _ABSENT) for owner, name, _ in _PATCHES}
 
 
 def apply() -> None:
@@ -613,7 +645,12 @@ def revert() -> None:
     """Put moto's own functions back."""
     with _lock:
         for owner, name, _ in _PATCHES:
-            setattr(owner, name, _SAVED[owner, name])
+            saved = _SAVED[owner, name]
+            if saved is _ABSENT:
+                if name in vars(owner):
+                    delattr(owner, name)
+            else:
+                setattr(owner, name, saved)
 
 
 def is_applied() -> bool:

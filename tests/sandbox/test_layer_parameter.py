@@ -60,5 +60,5 @@ def test_a_layer_that_is_neither_an_arn_nor_a_parameter_is_refused() -> None:
     # GIVEN a layer entry the sandbox cannot resolve (a Ref to something that is no stack parameter)
     # WHEN it is resolved
     # THEN the sandbox says so rather than running the function without its layer
-    with pytest.raises(deployed.DeployedFunctionError, match="neither an ARN nor a stack parameter"):
+    with pytest.raises(deployed.DeployedFunctionError, match="neither an ARN, nor a stack parameter"):
         deployed._resolve({"Ref": "Elsewhere"}, {LAYER_ARN_PARAMETER_ID: LAYER_ARN})

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import base64
 import copy
 import datetime
+import hashlib
+import io
 import json
 import re
 import time
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -243,7 +247,8 @@ def test_apply_is_idempotent_and_revert_restores_moto() -> None:
     # AND every CloudFormation function the fixes replaced is moto's again
     replaced = moto_cloudformation._PATCHES
     assert replaced
-    assert [name for owner, name, fix in replaced if getattr(owner, name) is fix] == []
+    # (an attribute moto lacks, such as LayerVersion's physical_resource_id, is gone again)
+    assert [name for owner, name, fix in replaced if getattr(owner, name, None) is fix] == []
 
 
 def test_sqs_clock_reads_the_same_time_as_moto() -> None:
@@ -884,3 +889,71 @@ def test_an_update_that_drops_or_changes_an_imported_export_rolls_back(cfn: Any)
     cfn.delete_stack(StackName="Subscriber")
     assert _deploy(cfn, "Orders", dropped) == "UPDATE_COMPLETE"
     assert cfn.list_exports()["Exports"] == []
+
+
+# --- a stack's own layer versions (moto_cloudformation, fix 9) ---------------------------------------
+
+
+def _layer_zip() -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("python/runtime_helper.py", "HELPER = 'from the layer'\n")
+    return buffer.getvalue()
+
+
+#: A CDK asset layer (zip in the bootstrap bucket) and a parameter whose value is a Ref to it.
+LAYER_STACK = {
+    "Resources": {
+        "RuntimeLayer": {
+            "Type": "AWS::Lambda::LayerVersion",
+            "Properties": {"Content": {"S3Bucket": "assets", "S3Key": "layer.zip"}},
+        },
+        "LayerArnParameter": {
+            "Type": "AWS::SSM::Parameter",
+            "Properties": {"Name": "layer-arn", "Type": "String", "Value": {"Ref": "RuntimeLayer"}},
+        },
+    },
+    "Outputs": {"LayerArn": {"Value": {"Ref": "RuntimeLayer"}}},
+}
+LAYER_ARN = re.compile(rf"arn:aws:lambda:{REGION}:{ACCOUNT}:layer:Subscriber-RuntimeLayer-\w+:1")
+
+
+def _deploy_layer_stack(cloudformation: Any) -> tuple[dict[str, str], str, dict[str, Any]]:
+    """Put the layer zip in S3, deploy LAYER_STACK: (physical ids, the Ref output, GetLayerVersion)."""
+    s3 = boto3.client("s3", region_name=REGION)
+    s3.create_bucket(Bucket="assets", CreateBucketConfiguration={"LocationConstraint": REGION})
+    s3.put_object(Bucket="assets", Key="layer.zip", Body=_layer_zip())
+    cloudformation.create_stack(StackName="Subscriber", TemplateBody=json.dumps(LAYER_STACK))
+    resources = cloudformation.list_stack_resources(StackName="Subscriber")["StackResourceSummaries"]
+    physical = {r["LogicalResourceId"]: r.get("PhysicalResourceId", "") for r in resources}
+    [output] = cloudformation.describe_stacks(StackName="Subscriber")["Stacks"][0]["Outputs"]
+    lam = boto3.client("lambda", region_name=REGION)
+    [layer] = lam.list_layers()["Layers"]
+    version = lam.get_layer_version(LayerName=layer["LayerName"], VersionNumber=1)
+    return physical, str(output["OutputValue"]), version
+
+
+def test_moto_alone_gives_a_stack_layer_version_no_physical_id_and_no_location() -> None:
+    # GIVEN moto without the fixes (if this fails, moto fixed it: re-check the patch)
+    with mock_aws():
+        # WHEN a stack with its own layer version is deployed
+        physical, output, version = _deploy_layer_stack(boto3.client("cloudformation", region_name=REGION))
+    # THEN the layer has no physical id, a Ref to it is the model's repr, and its content no location
+    assert physical["RuntimeLayer"] == ""
+    assert "LayerVersion object" in output
+    assert version["Content"]["Location"] == "s3://"
+
+
+def test_a_stack_layer_version_is_its_arn_and_names_its_s3_content(cfn: Any) -> None:
+    # GIVEN the fixes
+    # WHEN a stack with its own layer version (a CDK asset) is deployed
+    physical, output, version = _deploy_layer_stack(cfn)
+    # THEN its physical id and every Ref to it are the layer version's ARN, as in CloudFormation
+    assert LAYER_ARN.fullmatch(physical["RuntimeLayer"])
+    assert output == physical["RuntimeLayer"] == version["LayerVersionArn"]
+    assert boto3.client("ssm", region_name=REGION).get_parameter(Name="layer-arn")["Parameter"]["Value"] == output
+    # AND its content names the S3 object it came from, which is the zip the endpoint checksummed
+    location = version["Content"]["Location"]
+    assert location == f"https://assets.s3.{REGION}.amazonaws.com/layer.zip"
+    body = boto3.client("s3", region_name=REGION).get_object(Bucket="assets", Key="layer.zip")["Body"].read()
+    assert version["Content"]["CodeSha256"] == base64.b64encode(hashlib.sha256(body).digest()).decode()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import time
 import urllib.request
 import zipfile
@@ -232,5 +233,96 @@ def test_a_scheduled_rule_invokes_its_function_and_a_cron_rule_is_reported(endpo
         # THEN the function got EventBridge's scheduled event for that rule
         event = json.loads(message[0]["Body"])
         assert (event["detail-type"], event["resources"]) == ("Scheduled Event", [worker.rule_arn])
+    finally:
+        supervisor.close()
+
+
+LAYERED_HANDLER = """
+import os
+
+import boto3
+from runtime_helper import HELPER
+
+
+def handler(event, context):
+    sqs = boto3.client("sqs")
+    for record in event["Records"]:
+        sqs.send_message(QueueUrl=os.environ["OUT"], MessageBody=f"{HELPER}:{record['body']}")
+    return {"batchItemFailures": []}
+"""
+
+
+def _zip_of(files: dict[str, str]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, text in files.items():
+            archive.writestr(name, text)
+    return buffer.getvalue()
+
+
+def _layered_stack(role_arn: str) -> dict[str, Any]:
+    """A function whose layer is a layer version of its own stack (as an IdempotentSubscriber's), mapped to a queue."""
+    return {
+        "Resources": {
+            "RuntimeLayer": {
+                "Type": "AWS::Lambda::LayerVersion",
+                "Properties": {"Content": {"S3Bucket": "assets", "S3Key": "layer.zip"}},
+            },
+            "In": {"Type": "AWS::SQS::Queue", "Properties": {"QueueName": "layered-in"}},
+            "Out": {"Type": "AWS::SQS::Queue", "Properties": {"QueueName": "layered-out"}},
+            "Fn": {
+                "Type": "AWS::Lambda::Function",
+                "Properties": {
+                    "FunctionName": "layered",
+                    "Runtime": "python3.12",
+                    "Handler": "layered.handler",
+                    "Role": role_arn,
+                    "Code": {"S3Bucket": "assets", "S3Key": "code.zip"},
+                    "Layers": [{"Ref": "RuntimeLayer"}],
+                    "Environment": {"Variables": {"OUT": {"Ref": "Out"}}},
+                    "Timeout": 10,
+                },
+            },
+            "Mapping": {
+                "Type": "AWS::Lambda::EventSourceMapping",
+                "Properties": {"EventSourceArn": {"Fn::GetAtt": ["In", "Arn"]}, "FunctionName": {"Ref": "Fn"}},
+            },
+        }
+    }
+
+
+@pytest.mark.slow
+def test_a_function_whose_layer_its_stack_deploys_runs_with_that_layer_on_its_path(
+    endpoint: Endpoint, tmp_path: Path
+) -> None:
+    # GIVEN a stack that deploys a layer version (zip in the asset bucket, as cdk deploy uploads it)
+    # and a function using it through a Ref, mapped to a queue
+    s3, sqs = endpoint.client("s3"), endpoint.client("sqs")
+    s3.create_bucket(Bucket="assets", CreateBucketConfiguration={"LocationConstraint": endpoint.region})
+    s3.put_object(Bucket="assets", Key="layer.zip", Body=_zip_of({"python/runtime_helper.py": "HELPER = 'layer'\n"}))
+    s3.put_object(Bucket="assets", Key="code.zip", Body=_zip_of({"layered.py": LAYERED_HANDLER}))
+    endpoint.client("cloudformation").create_stack(
+        StackName="Layered", TemplateBody=json.dumps(_layered_stack(_role(endpoint)))
+    )
+    source = sqs.get_queue_url(QueueName="layered-in")["QueueUrl"]
+    out = sqs.get_queue_url(QueueName="layered-out")["QueueUrl"]
+    supervisor = Supervisor(endpoint, tmp_path, {}, SupervisorOptions(concurrency=1, visibility_timeout=1))
+    try:
+        # WHEN a message arrives and the supervisor reconciles
+        sqs.send_message(QueueUrl=source, MessageBody="a")
+        supervisor.reconcile()
+        # THEN the function was read with the stack's layer version, by its ARN
+        [worker] = [w for _, w in supervisor._workers.values() if isinstance(w, MappingWorker)]
+        [layer] = worker.function.layers
+        assert re.fullmatch(rf"arn:aws:lambda:{endpoint.region}:\d+:layer:Layered-RuntimeLayer-\w+:1", layer.arn)
+        # AND unpacked with that layer's python directory on its path: the handler imports from it
+        unpacked = next((tmp_path / "functions" / "layered").glob("*/layer-0/python/runtime_helper.py"))
+        assert unpacked.read_text() == "HELPER = 'layer'\n"
+
+        def echoed() -> list[str]:
+            messages = sqs.receive_message(QueueUrl=out, MaxNumberOfMessages=10).get("Messages", [])
+            return [message["Body"] for message in messages]
+
+        assert _until(echoed, supervisor) == ["layer:a"]
     finally:
         supervisor.close()
