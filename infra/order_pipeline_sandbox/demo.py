@@ -375,7 +375,7 @@ def run_chaos(sandbox: Sandbox, options: ChaosOptions, on_progress: ProgressHook
         refusal,
         state,
         timeout=options.drain_timeout,
-        fulfilment=False,
+        fulfilment=True,
     )
     result.violations += app_run.violations
     for error in stats.unexpected_errors[:3]:

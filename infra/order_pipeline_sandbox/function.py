@@ -213,7 +213,9 @@ def _layers(endpoint: Endpoint, arns: Sequence[str], published: Mapping[str, Lay
     return layers
 
 
-#: The reconciler's entry point (contract with ``lambdas/order_consumer/reconciler.py``).
+#: The consumer's and the reconciler's entry points (contract with ``lambdas/order_consumer/``;
+#: ``idempotent_order_pipeline.asset.HANDLER`` is the consumer's too, but imports the CDK).
+CONSUMER_HANDLER = "order_consumer.handler.handler"
 RECONCILER_HANDLER = "order_consumer.reconciler.handler"
 
 

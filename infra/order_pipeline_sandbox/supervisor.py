@@ -34,7 +34,13 @@ from typing import Any
 
 from order_pipeline_sandbox.chaos import RandomCrashes
 from order_pipeline_sandbox.deploy import Layer
-from order_pipeline_sandbox.function import DeployedFunction, QueueMapping, queue_mapping, read_function
+from order_pipeline_sandbox.function import (
+    CONSUMER_HANDLER,
+    DeployedFunction,
+    QueueMapping,
+    queue_mapping,
+    read_function,
+)
 from order_pipeline_sandbox.lambda_runtime import FunctionProcess
 from order_pipeline_sandbox.poller import DEFAULT_VISIBILITY_TIMEOUT_SECONDS, CrashPlan, SqsPoller
 from order_pipeline_sandbox.server import Endpoint
@@ -58,7 +64,12 @@ class SupervisorOptions:
     concurrency: int = DEFAULT_CONCURRENCY
     #: The visibility timeout of a received batch: how soon a failed batch comes back.
     visibility_timeout: int = DEFAULT_VISIBILITY_TIMEOUT_SECONDS
-    #: Chaos (``make demo``): share of invocations that crash, and the plan's seed; 0 = none.
+    #: Chaos (``make demo``): share of the pipeline consumer's invocations that crash, and the plan's
+    #: seed; 0 = none. Only the consumer's (handler :data:`.function.CONSUMER_HANDLER`): the stand-in brings a
+    #: crashed batch back after ``visibility_timeout``, sooner than the queue would, and an
+    #: ``IdempotentSubscriber`` then finds its crashed copy's claim still within its lease (the
+    #: function timeout) and fails until the queue parks the notification (real Lambda waits out the
+    #: queue's visibility timeout, longer than the lease).
     crash_rate: float = 0.0
     seed: int = 0
     interval: float = DEFAULT_INTERVAL_SECONDS
@@ -85,6 +96,13 @@ def scheduled_event(rule_arn: str, region: str, account: str) -> dict[str, Any]:
         "resources": [rule_arn],
         "detail": {},
     }
+
+
+def crash_plan(function: DeployedFunction, mapping: QueueMapping, options: SupervisorOptions) -> CrashPlan | None:
+    """The chaos plan of a mapping: crashes for the consumer's, with ``crash_rate``; none for any other."""
+    if options.crash_rate > 0 and function.handler == CONSUMER_HANDLER:
+        return RandomCrashes(options.crash_rate, options.seed, max_receive_count=mapping.max_receive_count)
+    return None
 
 
 class _Environments:
@@ -127,15 +145,12 @@ class MappingWorker:
         self.mapping = mapping
         self.function = function
         self._environments = _Environments(function, endpoint, work_dir, options.concurrency)
-        crash_plan: CrashPlan | None = None
-        if options.crash_rate > 0:
-            crash_plan = RandomCrashes(options.crash_rate, options.seed, max_receive_count=mapping.max_receive_count)
         self.poller = SqsPoller(
             endpoint,
             mapping,
             self._environments.processes,
             visibility_timeout=options.visibility_timeout,
-            crash_plan=crash_plan,
+            crash_plan=crash_plan(function, mapping, options),
             stop_on_unexpected_error=False,
         )
         self.poller.start()

@@ -215,9 +215,8 @@ def check_run(
 ) -> WorkedAppRun:
     """After the source queue drained: hold the refusal; with ``fulfilment``, wait for its queue and hold it.
 
-    ``fulfilment`` is for a sandbox that runs the subscriber's function: the stand-in of ``make demo``
-    runs only the consumer's mapping, and the subscriber's function needs its helper layer, which
-    the stand-in does not serve (a layer of the stack's own assets).
+    ``fulfilment`` is for a sandbox that runs the subscriber's function (the stand-in does: its
+    runtime-helper layer is a layer version of the stack, read back from its asset).
     """
     run = WorkedAppRun(refusal=refusal)
     if refusal is not None:

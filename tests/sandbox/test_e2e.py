@@ -125,6 +125,14 @@ def test_chaos_run_on_the_deployed_stack_keeps_every_invariant(tmp_path: Path) -
         } == {refusal.message}
         assert run.result.violations == []
         assert all(pid is not None for pid in pids)
+        # AND the fulfilment subscriber (its runtime helper a layer of the stack) acted on every German
+        # order exactly once and on no other order, read from its own counter table
+        shipments = {row["order_id"]: row["shipments"] for row in _scan(endpoint, outputs["ShipmentCountersTableName"])}
+        german = {row["order_id"] for row in rows if row["country"] == "DE"}
+        assert german
+        assert shipments == dict.fromkeys(german, 1)
+        assert run.worked_app.fulfilment is not None
+        assert run.worked_app.fulfilment.figures["orders shipped once"] == len(german)
 
         # WHEN SNS is down long enough for new orders to reach the DLQ, the DLQ is dropped without a
         # redrive, SNS comes back and the deployed reconciler runs on a local schedule

@@ -20,12 +20,14 @@ from typing import Any
 
 import pytest
 
+from order_pipeline_sandbox.function import CONSUMER_HANDLER, DeployedFunction, QueueMapping
 from order_pipeline_sandbox.server import Endpoint, SandboxServer, restore_moto
 from order_pipeline_sandbox.supervisor import (
     MappingWorker,
     ScheduleWorker,
     Supervisor,
     SupervisorOptions,
+    crash_plan,
     rate_seconds,
     scheduled_event,
 )
@@ -326,3 +328,36 @@ def test_a_function_whose_layer_its_stack_deploys_runs_with_that_layer_on_its_pa
         assert _until(echoed, supervisor) == ["layer:a"]
     finally:
         supervisor.close()
+
+
+def test_chaos_crashes_only_the_pipeline_consumer() -> None:
+    # GIVEN a chaos run's options, the consumer's function and a subscriber's, on their queues
+    options = SupervisorOptions(crash_rate=0.3, seed=7)
+    mapping = QueueMapping(
+        uuid="m",
+        queue_arn="arn:aws:sqs:eu-west-1:123456789012:q",
+        queue_url="http://localhost/q",
+        batch_size=10,
+        function_response_types=("ReportBatchItemFailures",),
+        max_receive_count=5,
+        dead_letter_queue_arn=None,
+    )
+
+    def function(handler: str) -> DeployedFunction:
+        return DeployedFunction(
+            name=handler,
+            arn=f"arn:aws:lambda:eu-west-1:123456789012:function:{handler}",
+            handler=handler,
+            runtime="python3.12",
+            timeout_seconds=30,
+            memory_mb=128,
+            environment={},
+            code_sha256="",
+            code_zip=b"",
+        )
+
+    # WHEN their crash plans are made
+    # THEN only the consumer crashes: a subscriber's copy would come back within its claim's lease
+    assert crash_plan(function(CONSUMER_HANDLER), mapping, options) is not None
+    assert crash_plan(function("shipping.handler"), mapping, options) is None
+    assert crash_plan(function(CONSUMER_HANDLER), mapping, SupervisorOptions(crash_rate=0.0)) is None
