@@ -9,7 +9,11 @@ a process.
 from __future__ import annotations
 
 import hashlib
+import time
+from collections.abc import Iterable, Mapping
 from typing import Any
+
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_index import PENDING_SINCE_ATTRIBUTE
 
 #: 0.1.0's and 0.2.0's ``RECORD_TTL_SECONDS`` default (30 days).
 TTL_SECONDS = 2_592_000
@@ -54,3 +58,15 @@ def record_0_2_0(event_id: str, order_id: str, sha: str, *, created_at: int, sen
     else:
         item["pending_shard"] = {"S": shard_0_2_0(event_id)}
     return item
+
+
+def wait_past_their_creation_second(records: Iterable[Mapping[str, Any]]) -> None:
+    """Return once every record is older than the second it was created in.
+
+    ``pending --older-than 0s`` lists what was created *before* the current whole second (a record
+    exactly at the cutoff is not yet old enough), so a test that lists records it has just written
+    must let that second pass, or it races the clock.
+    """
+    newest = max(float(record[PENDING_SINCE_ATTRIBUTE]) for record in records)
+    while time.time() < int(newest) + 1:
+        time.sleep(0.05)

@@ -19,7 +19,7 @@ import pytest
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_index import pending_shard
 from idempotent_order_pipeline.keys import derive_event_id
 from tests.compat.released import V0_2_0, ReleasedFunctions, released_functions
-from tests.compat.shapes import shard_0_2_0
+from tests.compat.shapes import shard_0_2_0, wait_past_their_creation_second
 from tests.consumer.harness import ArmedFault, client_error, sqs_record
 from tests.ops.conftest import OpsWorld
 
@@ -97,6 +97,7 @@ def test_after_migrate_for_rollback_the_current_code_still_finds_every_pending_r
     assert all(r["pending_shard"] == shard_0_2_0(e) for e, r in ops.event_records().items())
 
     # WHEN the operator lists them and migrates back to today's shape
+    wait_past_their_creation_second(ops.event_records().values())
     listed = ops.run("pending", "--older-than", "0s", "--json")
     back = ops.run("migrate", "--yes", "--json")
 

@@ -18,7 +18,7 @@ from idempotent_order_pipeline._lambda_asset.order_consumer import reconciler as
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_index import pending_shard
 from idempotent_order_pipeline.keys import derive_event_id
 from tests.compat.released import V0_2_0, ReleasedFunctions, released_functions
-from tests.compat.shapes import shard_0_2_0
+from tests.compat.shapes import shard_0_2_0, wait_past_their_creation_second
 from tests.consumer.harness import FakeContext, sqs_record
 from tests.ops.conftest import OpsWorld
 
@@ -75,6 +75,7 @@ def test_records_0_2_0_left_pending_without_a_message_are_listed_and_reconciled(
     left_pending_by_0_2_0(ops)
 
     # WHEN the operator lists pending records, and the current reconciler runs
+    wait_past_their_creation_second(ops.event_records().values())
     listed = ops.run("pending", "--older-than", "0s", "--json")
     report = current_reconciler(ops)
 
