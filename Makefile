@@ -178,10 +178,23 @@ capacity: $(STAMP) ## The capacity model: measure what an order writes, rewrite 
 
 # KILL_CHAOS_KILLS: SIGKILLs of the handler process per queue type in the kill-chaos step (make test: 15).
 KILL_CHAOS_KILLS ?= 520
+# The long stateful run: RELIABILITY_EXAMPLES scenarios in all, split over RELIABILITY_SHARDS processes
+# with seeds 1..RELIABILITY_SHARDS (a failing shard replays with its seed; each shard's log is printed).
+RELIABILITY_EXAMPLES ?= 10000
+RELIABILITY_SHARDS ?= 2
 
 .PHONY: reliability
-reliability: $(STAMP) ## Long chaos profile (10,000 generated scenarios, 5,000 fuzzed inputs), 1,040 real SIGKILLs, then a ~10,000-message demo run
-	HYPOTHESIS_PROFILE=reliability $(BIN)/python -m pytest tests/reliability -p no:logging -q --deselect tests/reliability/test_kills.py
+reliability: $(STAMP) ## Long chaos profile (10,000 generated scenarios in 2 seeded shards, 5,000 fuzzed inputs), 1,040 real SIGKILLs, then a ~10,000-message demo run
+	@mkdir -p .reliability; pids=""; \
+	for shard in $$(seq 1 $(RELIABILITY_SHARDS)); do \
+	  HYPOTHESIS_PROFILE=reliability RELIABILITY_EXAMPLES=$$(( $(RELIABILITY_EXAMPLES) / $(RELIABILITY_SHARDS) )) \
+	    $(BIN)/python -m pytest tests/reliability/test_stateful.py -p no:logging -q --hypothesis-seed=$$shard \
+	    > .reliability/stateful-$$shard.log 2>&1 & pids="$$pids $$!"; \
+	done; status=0; shard=0; \
+	for pid in $$pids; do shard=$$((shard + 1)); wait $$pid || status=1; \
+	  echo "--- stateful shard $$shard (--hypothesis-seed=$$shard)"; cat .reliability/stateful-$$shard.log; done; \
+	exit $$status
+	HYPOTHESIS_PROFILE=reliability $(BIN)/python -m pytest tests/reliability/test_fuzz.py -p no:logging -q
 	KILL_CHAOS_KILLS=$(KILL_CHAOS_KILLS) $(BIN)/python -m pytest tests/reliability/test_kills.py -p no:logging -q
 	$(SANDBOX) demo --orders 8000 --crash-rate 0.05
 
