@@ -21,6 +21,12 @@ RUNS: list[tuple[str, Bounds]] = [
             # one message delivered twice at once; both messages lost unless acknowledged
             "standard/one-message-twice",
             "standard/last-receive",
+            # a redrive racing them (tests/verify/redrive.py): the conflict's loser parked and moved
+            # back; messages on their last receive dead-lettered by SQS and moved back
+            "standard/conflict-redriven",
+            "fifo/conflict-redriven",
+            "standard/last-receive-redriven",
+            "fifo/last-receive-redriven",
         )
     ),
     ("standard/same-content", ONE_FAULT),

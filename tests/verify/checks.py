@@ -11,8 +11,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.names import STATUS_PENDING, STATUS_SENT
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.parked import (
+    ADDED_ATTRIBUTES,
+    REASON_ATTRIBUTES,
+    producer_attributes,
+)
 from tests.reliability import invariants
 from tests.reliability.invariants import Message
+from tests.verify import redrive
 from tests.verify.world import EVENTS_TABLE, PENDING_SHARD_ATTRIBUTE, World, is_mark
 
 # --- at the moment of a call (after-call hooks) -------------------------------------------------------
@@ -46,7 +52,7 @@ def fifo_groups_commit_in_order(messages: Sequence[Message]) -> Any:
         if operation != "TransactWriteItems" or "Error" in response:
             return
         event_id = request["TransactItems"][0]["Put"]["Item"]["event_id"]["S"]
-        records, parked = world.records(), world.parked()
+        records, parked = world.records(), world.parked_ever()
         for group in groups.values():
             ids = [m.event_id for m in group]
             if event_id not in ids:
@@ -91,8 +97,9 @@ def reconciler_reads_are_current(reads: dict[str, dict[str, str | None]]) -> Any
 
 
 def acknowledged_ones_are_sent_or_parked(world: World, actor: str, acknowledged: Sequence[Message]) -> None:
-    """At the handler's return: every message it acknowledges is parked, or its event is sent (or expired)."""
-    records, parked = world.records(), world.parked()
+    """At the handler's return: every message it acknowledges is parked (a redrive may have moved the park
+    out of the DLQ since), or its event is sent (or expired)."""
+    records, parked = world.records(), world.parked_ever()
     for message in acknowledged:
         if message.message_id in parked or not message.valid:
             continue
@@ -119,7 +126,7 @@ def state_now(world: World, messages: Sequence[Message], *, messages_redeliver: 
     records, rows = world.records(), world.rows()
     invariants.recorded_events_own_their_rows_and_sent_ones_were_published(records, rows, world.notified())
     invariants.every_row_has_a_state_record(records, rows, frozenset(world.expired))
-    parked = world.parked()
+    parked = world.parked_ever()
     for event_id, record in records.items():
         if record["status"] != STATUS_PENDING or PENDING_SHARD_ATTRIBUTE in record:
             continue
@@ -136,9 +143,44 @@ def state_now(world: World, messages: Sequence[Message], *, messages_redeliver: 
 # --- at the end ------------------------------------------------------------------------------------------
 
 
+def dead_letters_carry_their_reason(messages: Sequence[Message]) -> Any:
+    """Every message in the DLQ is one SQS's redrive policy moved there (it carries no reason of the
+    consumer's, whatever attributes it has), or one the consumer parked: then it carries its reason
+    (``error_code``, ``error_message``, the id of the message it received) and the producer's attributes
+    as sent, beside the reason or packed in the envelope, so that a redrive returns the message as the
+    producer sent it. A message parked again after a redrive carries its new reason, and the producer's
+    attributes, never the earlier reason, as its originals.
+
+    A call check (``SendMessage``/``SendMessageBatch`` to the DLQ) and, called with ``world`` alone, a
+    final one; ``messages`` grows by the copies a redrive makes."""
+
+    def check(world: World, *call: Any) -> None:
+        if call and (call[1] not in ("SendMessage", "SendMessageBatch") or "Error" in call[3]):
+            return
+        ids = {m.message_id for m in messages}
+        for entry in world.dlq():
+            envelope = entry.envelope()
+            if envelope is None:
+                assert entry.moved_by_sqs, f"DLQ message {entry.message_id} has no envelope, and SQS did not move it"
+                continue
+            source = entry.attribute("source_message_id")
+            assert source in ids, f"a parked message whose source_message_id {source!r} is no message received"
+            for name in REASON_ATTRIBUTES:
+                assert entry.attribute(name), f"parked message {source!r} without its reason ({name})"
+            assert set(envelope.added) == set(ADDED_ATTRIBUTES), (source, envelope.added)
+            kept = redrive.producer_view(producer_attributes(redrive.lambda_attributes(entry.attributes)))
+            sent = redrive.producer_view(redrive.original_record(source, messages, world.origins)["messageAttributes"])
+            assert kept == sent, (
+                f"parked message {source!r} does not carry the producer's attributes as sent: {kept} != {sent}"
+            )
+
+    return check
+
+
 def final(world: World, messages: Sequence[Message]) -> None:
     """After the drain: the shared final invariants, every parked message's reason, and every event sent
-    was notified after its commit."""
+    was notified after its commit. A message whose every park a redrive moved back hands its fate to
+    its copy (the copy is checked instead)."""
     observed = invariants.Observed(
         records=world.records(),
         rows=world.rows(),
@@ -146,11 +188,10 @@ def final(world: World, messages: Sequence[Message]) -> None:
         parked=world.parked(),
         expired=frozenset(world.expired),
     )
+    handed_over = set(world.origins.values()) - set(observed.parked)
     invariants.every_row_has_a_state_record(observed.records, observed.rows, observed.expired)
-    invariants.final_state(messages, observed)
-    for source, code, _ in world.dead_letters():
-        assert source, f"a parked message without its source message id (error_code {code!r})"
-        assert code, f"parked message {source!r} without its reason (error_code)"
+    invariants.final_state([m for m in messages if m.message_id not in handed_over], observed)
+    dead_letters_carry_their_reason(messages)(world)
     for event_id, position in world.commits.items():
         assert any(e == event_id and at > position for e, _, at in world.notifications), (
             f"{event_id} was never notified after its commit"

@@ -12,7 +12,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from idempotent_order_pipeline._lambda_asset.order_consumer import pipeline, store
+from idempotent_order_pipeline._lambda_asset.order_consumer import dead_letter, pipeline, store
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract import message, parked
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_index import PENDING_SHARD_ATTRIBUTE
 from tests.verify import checks, scenarios
 from tests.verify.scenarios import Scenario
@@ -106,6 +107,22 @@ def _deadline_ignored() -> contextlib.AbstractContextManager[None]:
     return _replaced(pipeline.Deadlines, "passed", staticmethod(lambda instant: False))
 
 
+@contextlib.contextmanager
+def _packed_attributes_ignored() -> Iterator[None]:
+    """The consumer reading a parked message's attributes without its envelope's packed originals (a
+    packed ``idempotency_key`` unseen); a message never parked has no envelope, so only a redrive shows it."""
+
+    def producer_attributes(attributes: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+        return parked.unparked(attributes, parked.envelope_of(attributes, string_key="stringValue"))
+
+    # every reader of the one function, under the name each imported it by
+    with (
+        _replaced(message, "producer_attributes", producer_attributes),
+        _replaced(dead_letter, "producer_attributes", producer_attributes),
+    ):
+        yield
+
+
 def _stale_reconciler_reads(world: World) -> None:
     """The reconciler's read of the records served from the table as it was at its index query."""
     snapshot: dict[str, Any] = {}
@@ -155,6 +172,10 @@ def _last_receive() -> Scenario:
     return next(s for s in scenarios.published() if s.name == "standard/last-receive")
 
 
+def _conflict_redriven() -> Scenario:
+    return next(s for s in scenarios.redrives() if s.name == "standard/conflict-redriven")
+
+
 def _fifo_group() -> Scenario:
     return next(s for s in scenarios.published() if s.name == "fifo/group-of-two")
 
@@ -198,6 +219,13 @@ CONTROLS = (
         _fifo_group,
         ONE_FAULT,
         _group_not_stopped,
+    ),
+    Control(
+        "packed-attributes-ignored",
+        "a parked message's packed attributes (its idempotency_key) ignored when it comes back",
+        _conflict_redriven,
+        CLEAN,
+        _packed_attributes_ignored,
     ),
     Control(
         "deadline-ignored",

@@ -3,11 +3,16 @@
 One execution: a fresh ``mock_aws`` world, the consumer and the reconciler configured with the
 hooked clients, the actors driven by the scheduler; then the drain (the messages not acknowledged
 or parked are delivered again, unless they were on their last receive; then the reconciler), then
-the final invariants. The harness makes the consumer deterministic without changing its code: its
-worker pool runs each job at submission (one thread per actor), its clocks are the harness's (the
-wall clock frozen, so every pending record is older than the reconciler's threshold of 0 s; the
-monotonic clock of a delivery is the time its calls cost), and the reconciler runs without a
-deadline (its deadline thread is covered by ``tests/reconciler/test_deadline.py``).
+the final invariants. A message on its last receive that its delivery does not acknowledge is
+dead-lettered by SQS: into the world's DLQ when a redrive (:mod:`tests.verify.redrive`) may move it
+back, at the delivery's end (its return or its crash, whose footprint then writes the DLQ); with no
+redrive nothing reads the DLQ, and the drain counts it as dead-lettered.
+
+The harness makes the consumer deterministic without changing its code: its worker pool runs each
+job at submission (one thread per actor), its clocks are the harness's (the wall clock frozen, so
+every pending record is older than the reconciler's threshold of 0 s; the monotonic clock of a
+delivery is the time its calls cost), and the reconciler runs without a deadline (its deadline
+thread is covered by ``tests/reconciler/test_deadline.py``).
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.reconciliation impor
 from idempotent_order_pipeline._lambda_asset.order_consumer.runtime import Clients as ConsumerClients
 from idempotent_order_pipeline._lambda_asset.order_consumer.store import OrderStore
 from tests.reliability.invariants import Message
-from tests.verify import checks
+from tests.verify import checks, redrive
 from tests.verify.scenarios import Delivery, Scenario
 from tests.verify.scheduler import (
     Bounds,
@@ -116,10 +121,13 @@ class Report:
     trace: list[LoggedCall] = field(default_factory=list)
     bound_reached: bool = True
     seconds: float = 0.0
+    #: Complete schedules in which a redrive moved a message back and the consumer received it again.
+    redriven: int = 0
 
     def line(self) -> str:
+        redriven = f", {self.redriven} of them with a message redriven" if self.redriven else ""
         return (
-            f"{self.scenario}: {self.schedules} schedules ({self.pruned} pruned as reorderings), "
+            f"{self.scenario}: {self.schedules} schedules{redriven} ({self.pruned} pruned as reorderings), "
             f"{len(self.states)} states, {'a violation' if self.violation else '0 violations'}, {self.seconds:.0f} s"
         )
 
@@ -164,7 +172,11 @@ class Harness:
             world = World(self.clients, fifo=scenario.fifo, event_ids=scenario.event_ids())
             self.world = world
             messages = scenario.messages()
-            world.call_checks += [checks.marked_only_after_sns_accepted, checks.fifo_groups_commit_in_order(messages)]
+            world.call_checks += [
+                checks.marked_only_after_sns_accepted,
+                checks.fifo_groups_commit_in_order(messages),
+                checks.dead_letters_carry_their_reason(messages),
+            ]
             world.call_checks += self.call_checks
             if prepare is not None:
                 prepare(world)
@@ -177,7 +189,9 @@ class Harness:
                 ),
                 {**world.env, "RECONCILE_AFTER_SECONDS": "0"},
             )
-            execution = Execution(self._actors(scenario, world, messages), bounds)
+            execution = Execution(
+                self._actors(scenario, world, messages), bounds, self._crash_footprints(scenario, world, messages)
+            )
             world.execution = execution
 
             def after_move(move: Transition) -> None:
@@ -236,19 +250,45 @@ class Harness:
                 world.expire(event_id)
 
             actors.append(("TTL", expire))
+        if scenario.redrive:
+            actors.append(
+                (
+                    redrive.ACTOR,
+                    redrive.actor(
+                        scenario, world, messages, functools.partial(self._deliver, scenario, world, messages)
+                    ),
+                )
+            )
         return actors
+
+    @staticmethod
+    def _dead_letters_at_the_end(scenario: Scenario) -> bool:
+        """Whether a delivery's messages are on their last receive and dead-lettered into a DLQ a redrive reads."""
+        return scenario.redrive and not scenario.messages_redeliver
+
+    def _crash_footprints(
+        self, scenario: Scenario, world: World, messages: Sequence[Message]
+    ) -> dict[str, frozenset[tuple[str, str]]]:
+        """A delivery's crash on its messages' last receive dead-letters them: it writes the DLQ."""
+        if not self._dead_letters_at_the_end(scenario):
+            return {}
+        return {
+            delivery.name: frozenset(
+                {("queue:" + world.dlq_name, "w")} | {(f"msg:{messages[i].message_id}", "w") for i in delivery.messages}
+            )
+            for delivery in scenario.deliveries
+        }
 
     def _deliver(self, scenario: Scenario, world: World, messages: list[Message], delivery: Delivery) -> None:
         batch = [messages[index] for index in delivery.messages]
-        context = _TimedContext(world, delivery.name, delivery.budget_ms)
-        response = consumer_handler.handler({"Records": scenario.batch(messages, delivery)}, context)
-        failed = {failure["itemIdentifier"] for failure in response["batchItemFailures"]}
-        acknowledged = [m for m in batch if m.message_id not in failed]
-        footprint = {(f"events:{m.event_id}", "r") for m in batch} | {(f"msg:{m.message_id}", "w") for m in batch}
-        label = f"return, acknowledging {[m.message_id for m in acknowledged]}"
-        assert world.execution is not None
-        world.execution.point(Point(label, frozenset(footprint | {("queue:" + world.dlq_name, "r")})))
-        world.log.append(LoggedCall(delivery.name, "return", f"acknowledged {[m.message_id for m in acknowledged]}"))
+        # A copy a redrive moved back has receives left: only the producer's messages may be on their last.
+        last_receive = self._dead_letters_at_the_end(scenario) and delivery.name != redrive.ACTOR
+        try:
+            acknowledged = self._invoke(scenario, world, messages, delivery, batch, last_receive)
+        except Crash:
+            if last_receive:
+                self._dead_letter(scenario, world, batch)
+            raise
         try:
             checks.returned_before_the_deadline(world, delivery.name, delivery.budget_ms)
             checks.acknowledged_ones_are_sent_or_parked(world, delivery.name, acknowledged)
@@ -256,6 +296,39 @@ class Harness:
             world.violations.append(f"at {delivery.name}'s return: {exc}")
         for message in acknowledged:
             message.acknowledged = True
+        if last_receive:
+            self._dead_letter(scenario, world, batch)
+
+    @staticmethod
+    def _invoke(
+        scenario: Scenario,
+        world: World,
+        messages: list[Message],
+        delivery: Delivery,
+        batch: list[Message],
+        last_receive: bool,
+    ) -> list[Message]:
+        """The handler's invocation and its return (a point): the messages it acknowledges."""
+        context = _TimedContext(world, delivery.name, delivery.budget_ms)
+        response = consumer_handler.handler({"Records": scenario.batch(messages, delivery)}, context)
+        failed = {failure["itemIdentifier"] for failure in response["batchItemFailures"]}
+        acknowledged = [m for m in batch if m.message_id not in failed]
+        footprint = {(f"events:{m.event_id}", "r") for m in batch} | {(f"msg:{m.message_id}", "w") for m in batch}
+        dlq = ("queue:" + world.dlq_name, "w" if last_receive else "r")
+        label = f"return, acknowledging {[m.message_id for m in acknowledged]}"
+        assert world.execution is not None
+        world.execution.point(Point(label, frozenset(footprint | {dlq})))
+        world.log.append(LoggedCall(delivery.name, "return", f"acknowledged {[m.message_id for m in acknowledged]}"))
+        return acknowledged
+
+    @staticmethod
+    def _dead_letter(scenario: Scenario, world: World, batch: Sequence[Message]) -> None:
+        """SQS's redrive policy: each message of the batch no delivery acknowledged goes to the DLQ as it is."""
+        for message in batch:
+            if not (message.acknowledged or message.redriven):
+                world.dead_letter(message.record, scenario.queue_arn)
+                message.redriven = True
+                world.log.append(LoggedCall("SQS", f"dead-letter {message.message_id}", "moved to the DLQ"))
 
     def _drain(self, scenario: Scenario, world: World, messages: Sequence[Message]) -> None:
         """Deliver again what is neither acknowledged nor parked (or drop it, on its last receive); reconcile."""
@@ -263,11 +336,12 @@ class Harness:
         for _ in range(5):
             parked = world.parked()
             left = [m for m in messages if not m.acknowledged and m.message_id not in parked and not m.redriven]
-            if not left:
-                break
             if not scenario.messages_redeliver:
                 for message in left:
-                    message.redriven = True  # moved to the DLQ by the redrive policy, and the DLQ dropped
+                    if message.message_id not in world.origins:  # a redrive's copy has receives left
+                        message.redriven = True  # moved to the DLQ by the redrive policy, and the DLQ dropped
+                left = [m for m in left if not m.redriven]
+            if not left:
                 break
             response = consumer_handler.handler({"Records": [m.record for m in left]}, _LambdaContext())
             failed = {failure["itemIdentifier"] for failure in response["batchItemFailures"]}
@@ -304,6 +378,7 @@ class Harness:
         for outcome in explore(run, limit=limit):
             if outcome.complete:
                 report.schedules += 1
+                report.redriven += bool(last_world[0].origins)
             else:
                 report.pruned += 1
             if outcome.violation is not None:

@@ -11,16 +11,17 @@ per-execution bounds.
 
 Reduction: sleep sets (Godefroid). Two transitions of different actors are independent when their
 footprints (the DynamoDB items, index shards, topics and queues each reads or writes) do not
-conflict; a crash or a fault changes nothing outside its actor, so it is independent of every other
-actor's move. After the subtree of transition ``t`` at a node is explored, ``t`` sleeps in the
-subtrees of its siblings until a dependent transition wakes it: an execution that only reorders
-independent transitions of one already explored is not explored again.
+conflict. A fault changes nothing outside its actor (an empty footprint); so does a crash, unless
+the actor was given a crash footprint: a delivery on its messages' last receive, whose crash lets
+SQS dead-letter them into the DLQ a redrive reads. After the subtree of transition ``t`` at a node
+is explored, ``t`` sleeps in the subtrees of its siblings until a dependent transition wakes it: an
+execution that only reorders independent transitions of one already explored is not explored again.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,12 +72,9 @@ def conflicting(first: Footprint, second: Footprint) -> bool:
 
 
 def independent(first: Transition, second: Transition) -> bool:
-    """Whether the two moves commute: different actors, and no conflict (a crash or fault touches nothing)."""
-    if first.actor == second.actor:
-        return False
-    if first.action != CALL or second.action != CALL:
-        return True
-    return not conflicting(first.footprint, second.footprint)
+    """Whether the two moves commute: different actors whose footprints do not conflict (a fault's is
+    empty, a crash's is its actor's crash footprint)."""
+    return first.actor != second.actor and not conflicting(first.footprint, second.footprint)
 
 
 @dataclass(frozen=True)
@@ -112,8 +110,15 @@ def current_actor() -> str | None:
 class Execution:
     """One execution: the actors, run one at a time, following ``choose``'s decisions."""
 
-    def __init__(self, actors: Sequence[tuple[str, Callable[[], Any]]], bounds: Bounds) -> None:
+    def __init__(
+        self,
+        actors: Sequence[tuple[str, Callable[[], Any]]],
+        bounds: Bounds,
+        crash_footprints: Mapping[str, Footprint] | None = None,
+    ) -> None:
         self._actors = {name: _Actor(name, body) for name, body in actors}
+        #: Per actor, what its crash touches (default: nothing outside the actor).
+        self._crash_footprints = dict(crash_footprints or {})
         self._order = [name for name, _ in actors]
         self._bounds = bounds
         self._cv = threading.Condition()
@@ -197,7 +202,7 @@ class Execution:
                 continue
             moves.append(Transition(name, actor.step, CALL, point.footprint))
             if point.crashable and self.crashes < self._bounds.crashes:
-                moves.append(Transition(name, actor.step, CRASH, frozenset()))
+                moves.append(Transition(name, actor.step, CRASH, self._crash_footprints.get(name, frozenset())))
             if self.faults < self._bounds.faults:
                 moves.extend(Transition(name, actor.step, FAULT_PREFIX + kind, frozenset()) for kind in point.faults)
         return moves

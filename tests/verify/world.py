@@ -28,8 +28,14 @@ import boto3
 from boto3.dynamodb.types import TypeDeserializer
 from moto.core.models import DEFAULT_ACCOUNT_ID
 from moto.dynamodb.models import dynamodb_backends
+from moto.sqs.models import Message as SqsMessage
 from moto.sqs.models import sqs_backends
 
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.parked import (
+    MOVED_BY_SQS_ATTRIBUTE,
+    Envelope,
+    envelope_of,
+)
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_index import (
     PENDING_RECORD_ATTRIBUTES,
     PENDING_SHARD_ATTRIBUTE,
@@ -75,6 +81,26 @@ def _error(code: str, message: str = "injected by the explorer", **extra: Any) -
         "ResponseMetadata": {"HTTPStatusCode": 400},
         **extra,
     }
+
+
+@dataclass(frozen=True)
+class DeadLetter:
+    """One message in the DLQ: its id there, body and attributes (in SQS's shape), group, and whether
+    SQS's redrive policy moved it there (else the consumer sent it)."""
+
+    message_id: str
+    body: str
+    attributes: dict[str, Any]
+    group: str | None
+    moved_by_sqs: bool
+
+    def attribute(self, name: str) -> str:
+        return str(self.attributes.get(name, {}).get("StringValue", ""))
+
+    def envelope(self) -> Envelope | None:
+        """The consumer's envelope: None for a message SQS moved here, whatever it carries."""
+        system = {MOVED_BY_SQS_ATTRIBUTE: "source"} if self.moved_by_sqs else {}
+        return envelope_of(self.attributes, string_key="StringValue", system_attributes=system)
 
 
 @dataclass
@@ -144,6 +170,10 @@ class World:
         #: Position in the log of each event's commit (its first transaction).
         self.commits: dict[str, int] = {}
         self.expired: set[str] = set()
+        #: What redrives moved out of the DLQ, in order.
+        self.moved_back: list[DeadLetter] = []
+        #: The message id of each copy a redrive put back on the queue -> the producer's message it is.
+        self.origins: dict[str, str] = {}
         #: Logical time spent per actor (ms): each call it makes costs ``call_ms``.
         self.clock_ms: Counter[str] = Counter()
         self.call_ms = 1000
@@ -205,26 +235,73 @@ class World:
     def rows(self) -> dict[str, dict[str, Any]]:
         return self.items(ORDERS_TABLE)
 
-    def dead_letters(self) -> list[tuple[str, str, str]]:
-        """(source message id, error code, body) of every message in the DLQ."""
-        queue = sqs_backends[DEFAULT_ACCOUNT_ID][REGION].queues[self.dlq_name]
-        found = []
-        for message in queue._messages:
-            attributes = message.message_attributes
-            found.append(
-                (
-                    str(attributes.get("source_message_id", {}).get("StringValue", "")),
-                    str(attributes.get("error_code", {}).get("StringValue", "")),
-                    message.body,
-                )
+    def _dlq(self) -> Any:
+        return sqs_backends[DEFAULT_ACCOUNT_ID][REGION].queues[self.dlq_name]
+
+    def dlq(self) -> list[DeadLetter]:
+        """Every message in the DLQ, in queue order."""
+        return [
+            DeadLetter(
+                message_id=message.id,
+                body=message.body,
+                attributes=copy.deepcopy(message.message_attributes),
+                group=message.group_id,
+                moved_by_sqs=MOVED_BY_SQS_ATTRIBUTE in message.system_attributes,
             )
-        return found
+            for message in self._dlq()._messages
+        ]
+
+    def dead_letters(self) -> list[tuple[str, str, str]]:
+        """(source message id, error code, body) of every message the consumer parked in the DLQ.
+
+        A message SQS's redrive policy moved there is not the consumer's, whatever attributes it
+        carries (:func:`~order_consumer.contract.parked.envelope_of` with its system attributes).
+        """
+        return [
+            (entry.attribute("source_message_id"), entry.attribute("error_code"), entry.body)
+            for entry in self.dlq()
+            if entry.envelope() is not None
+        ]
 
     def parked(self) -> dict[str, list[str]]:
+        """Error codes per source message id of what the DLQ holds now."""
         parked: dict[str, list[str]] = {}
         for source, code, _ in self.dead_letters():
             parked.setdefault(source, []).append(code)
         return parked
+
+    def parked_ever(self) -> dict[str, list[str]]:
+        """Error codes per source message id of every park, those a redrive moved out of the DLQ included."""
+        parked = self.parked()
+        for entry in self.moved_back:
+            if entry.envelope() is not None:
+                parked.setdefault(entry.attribute("source_message_id"), []).append(entry.attribute("error_code"))
+        return parked
+
+    # --- SQS moving messages (no call of the consumer's: the harness's model of SQS) ----------------
+
+    def dead_letter(self, record: Mapping[str, Any], queue_arn: str) -> None:
+        """SQS's redrive policy moving a message (a Lambda event record) into the DLQ as it is: its id,
+        body and attributes kept, marked with the system attribute SQS adds."""
+        message = SqsMessage(record["messageId"], record["body"], {MOVED_BY_SQS_ATTRIBUTE: queue_arn})
+        message.message_attributes = {
+            name: {"DataType": value["dataType"], "StringValue": value["stringValue"]}
+            for name, value in record.get("messageAttributes", {}).items()
+        }
+        group = record.get("attributes", {}).get("MessageGroupId")
+        if group is not None:
+            message.group_id = group
+            message.deduplication_id = record["messageId"]  # SQS sets it to the message id
+        message.mark_sent()
+        self._dlq().add_message(message)
+
+    def move_back(self) -> list[DeadLetter]:
+        """A move task: every message the DLQ holds now taken out of it, returned in queue order."""
+        moved = self.dlq()
+        queue = self._dlq()
+        queue._messages.clear()
+        self.moved_back += moved
+        return moved
 
     def notified(self) -> Counter[str]:
         return Counter(event_id for event_id, _, _ in self.notifications)
@@ -235,6 +312,8 @@ class World:
             sorted(json.dumps(item, sort_keys=True, default=str) for item in self.records().values()),
             sorted(json.dumps(item, sort_keys=True, default=str) for item in self.rows().values()),
             sorted(self.dead_letters()),
+            sorted(entry.message_id for entry in self.dlq() if entry.moved_by_sqs),
+            sorted(self.origins.items()),
             sorted(Counter((event_id, sha) for event_id, sha, _ in self.notifications).items()),
             extra,
         )
@@ -460,4 +539,13 @@ def stale_read(snapshot: Mapping[str, Mapping[str, Any]], request: Mapping[str, 
     return _Http(200), {"Responses": responses, "UnprocessedKeys": {}}
 
 
-__all__ = ["PENDING_SHARD_ATTRIBUTE", "Clients", "EmptyShards", "LoggedCall", "World", "is_mark", "stale_read"]
+__all__ = [
+    "PENDING_SHARD_ATTRIBUTE",
+    "Clients",
+    "DeadLetter",
+    "EmptyShards",
+    "LoggedCall",
+    "World",
+    "is_mark",
+    "stale_read",
+]
