@@ -86,6 +86,22 @@ def test_a_redrive_moves_a_parked_message_as_it_is_and_the_consumer_parks_it_aga
     assert envelope.packed["idempotency_key"]["stringValue"] == EVENT
 
 
+def test_on_a_fifo_queue_a_moved_copy_waits_while_its_original_is_in_flight(harness: Harness) -> None:
+    # GIVEN the conflict on a FIFO queue: D2 has parked the loser m-2 (group g-b) but not returned yet
+    scenario = by_name()["fifo/conflict-redriven"]()
+    parked_not_returned = "D1#0:call D1#1:call D1#2:call D1#3:call D2#0:call D2#1:call"
+
+    # WHEN the redrive moves the park back at that moment
+    outcome, world = harness.replay(scenario, Bounds(crashes=0, faults=0), parked_not_returned + " RD#0:call")
+
+    # THEN SQS does not hand the copy over (m-2 is still in flight in its group): the redrive delivers
+    # nothing, and the drain delivers the copy after m-2 was acknowledged; it is parked again
+    assert outcome.violation is None, outcome.violation
+    [move] = [entry for entry in world.log if entry.actor == redrive.ACTOR]
+    assert move.result == "moved ['m-2~moved'], handed over []"
+    assert world.parked() == {"m-2~moved": ["IDEMPOTENCY_CONFLICT"]}
+
+
 def test_sqs_dead_letters_a_message_on_its_last_receive_unchanged_and_a_redrive_delivers_it(harness: Harness) -> None:
     # GIVEN two messages of one event on their last receive, D1 dying before its first call
     scenario = by_name()["standard/last-receive-redriven"]()
