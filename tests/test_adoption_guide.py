@@ -3,14 +3,16 @@
 The ``bash`` blocks of that page run unchanged, in order, in a temporary directory outside this
 repository: the install (the wheel built from this checkout as ``PIPELINE_SOURCE``, with its
 ``sandbox`` extra, into a new virtualenv by pip from the configured index: nothing of this
-checkout's virtualenv); the app (a stack with a standard and a FIFO pipeline, a second stack whose
-function subscribes to the first's topic across stacks) and its ``cdk synth``; ``order-pipeline
+checkout's virtualenv); the app (a stack with a standard and a FIFO pipeline, both with an
+``order_schema``, and a second stack whose ``IdempotentSubscriber``, filtered on an attribute of
+``notification_attributes``, acts on the first's topic across stacks) and its ``cdk synth``; ``order-pipeline
 sandbox start`` and ``cdk deploy``; orders sent and their result; the redrive and ``sandbox
 stop``. Between the result and the redrive, the acceptance traffic of issue 22 goes through the
 same deployed app with the documented commands only: 200 orders, some repeated, some conflicting,
 some invalid, sent with ``order-pipeline send`` to each pipeline; every accepted order must be
-recorded once and notified (and shipped once by the subscriber of the standard pipeline), every
-conflict parked with its code, every invalid line refused with its code, within
+recorded once and notified (and, when German, shipped once by the subscriber of the standard
+pipeline, no other order shipped), every conflict parked with its code, every invalid or
+schema-violating line refused with its code, within
 :data:`ACCEPTANCE_SECONDS`.
 
 What the team brings is given the way a team has it: Node and the CDK CLI on ``PATH`` (here this
@@ -43,6 +45,8 @@ STEP_TIMEOUT_SECONDS = 900
 #: The acceptance run's orders, and how long they may take from the first send to the last shipment.
 ACCEPTANCE_ORDERS = 200
 ACCEPTANCE_SECONDS = 180
+#: The acceptance orders' countries; the page's shipper acts on "DE" only (its filter policy).
+COUNTRIES = ("DE", "FR", "NL")
 
 
 def page_blocks() -> list[str]:
@@ -96,17 +100,19 @@ def run_block(block: str, cwd: Path, env: dict[str, str]) -> subprocess.Complete
     return completed
 
 
-def acceptance_orders(seed: int) -> tuple[list[str], dict[str, dict[str, Any]], list[str], set[int]]:
-    """200 lines: new orders, repeats of them, conflicting versions, invalid lines.
+def acceptance_orders(seed: int) -> tuple[list[str], dict[str, dict[str, Any]], list[str], dict[int, str]]:
+    """200 lines: new orders (to one of :data:`COUNTRIES`), repeats of them, conflicting versions, invalid lines.
 
     Returns the lines, the order each accepted ``order_id`` must be recorded with (its first
-    version), the order id of each conflicting line and the (1-based) numbers of the invalid lines.
+    version), the order id of each conflicting line and the error code of each invalid line by its
+    (1-based) number: ``INVALID_MESSAGE`` (no ``order_id``) or ``SCHEMA_VIOLATION`` (an amount that
+    is a string: the page's schema wants a number).
     """
     rng = random.Random(seed)
     lines: list[str] = []
     first: dict[str, dict[str, Any]] = {}
     conflicting: list[str] = []
-    invalid: set[int] = set()
+    invalid: dict[int, str] = {}
     while len(lines) < ACCEPTANCE_ORDERS:
         roll = rng.random()
         if roll < 0.15 and first:
@@ -115,11 +121,18 @@ def acceptance_orders(seed: int) -> tuple[list[str], dict[str, dict[str, Any]], 
             order_id = rng.choice(sorted(first))
             conflicting.append(order_id)
             lines.append(json.dumps({**first[order_id], "amount": first[order_id]["amount"] + 1}))
-        elif roll < 0.27:
-            lines.append(json.dumps({"amount": 1}))  # no order_id: the identity field is missing
-            invalid.add(len(lines))
+        elif roll < 0.25:
+            lines.append(json.dumps({"amount": 1, "country": "DE"}))  # no order_id: the identity field is missing
+            invalid[len(lines)] = "INVALID_MESSAGE"
+        elif roll < 0.29:
+            lines.append(json.dumps({"order_id": f"bad-{len(lines):03d}", "amount": "1", "country": "DE"}))
+            invalid[len(lines)] = "SCHEMA_VIOLATION"
         else:
-            order = {"order_id": f"acc-{len(first):03d}", "amount": rng.randint(1, 500)}
+            order = {
+                "order_id": f"acc-{len(first):03d}",
+                "amount": rng.randint(1, 500),
+                "country": rng.choice(COUNTRIES),
+            }
             first[order["order_id"]] = order
             lines.append(json.dumps(order))
     return lines, first, conflicting, invalid
@@ -210,17 +223,29 @@ def test_use_it_in_your_own_app_works_as_written_from_the_wheel(tmp_path: Path) 
 
         # WHEN the orders block runs
         result = run_block(orders, shop, env)
-        # THEN o-1 is recorded once and notified, o-2's conflicting version is parked with its code by
-        # the standard pipeline (the FIFO queue drops it: same deduplication id), and the subscriber
-        # in the other stack shipped each order of Orders once
+        # THEN each send refused o-3 (line 5) with the schema's message, and sent the other four
+        refusals = re.findall(r"^line 5: invalid: SCHEMA_VIOLATION: .+$", result.stderr, re.M)
+        assert len(refusals) == 2, result.stderr
+        assert refusals[0] == refusals[1]
+        assert result.stdout.count("sent 4 of 5 order(s)") == 2, result.stdout
+        # AND the refusal is the one the page shows, naming the JSON path and the rule
+        assert f"\n{refusals[0]}\n" in PAGE.read_text()
+        assert "$.amount must be number (rule: type)" in refusals[0]
+        # AND o-1 is recorded once and notified, o-2's conflicting version is parked with its code by
+        # the standard pipeline (the FIFO queue drops it: same deduplication id)
         assert "notified   yes (status sent)" in result.stdout, result.stdout
         assert re.search(r"^IDEMPOTENCY_CONFLICT +o-2 ", result.stdout, re.M), result.stdout
+        # AND the raw o-3 was parked by the consumer before any write, as SCHEMA_VIOLATION
+        # with the producer's message, at its first receive (never retried)
+        [parked] = re.findall(r"^SCHEMA_VIOLATION +o-3 +\S+ +\S+ +(\d+) +(.+)$", result.stdout, re.M)
+        assert parked == ("1", refusals[0].removeprefix("line 5: invalid: SCHEMA_VIOLATION: ")), result.stdout
         assert "0 shown of 0 read" in result.stderr, result.stderr  # the Payments listing's summary
-        assert "shipped: ['o-1', 'o-2']" in result.stdout, result.stdout
+        # AND the filtered subscriber in the other stack shipped the German order only, once
+        assert "shipped: {'o-1': 1}" in result.stdout, result.stdout
         # AND the stand-in ran the consumers and the subscriber from their mappings, the reconcilers on their schedule
         status = json.loads(run_block(f"{cli} sandbox status --json", shop, env).stdout)
         handlers = sorted(mapping["handler"] for mapping in status["mappings"])
-        assert handlers == ["handler.handler", "order_consumer.handler.handler", "order_consumer.handler.handler"]
+        assert handlers == ["order_consumer.handler.handler", "order_consumer.handler.handler", "shipping.handler"]
         assert [mapping["fifo"] for mapping in status["mappings"]].count(True) == 1
         assert [schedule["every_seconds"] for schedule in status["schedules"]] == [300, 300]
         assert status["problems"] == []
@@ -240,7 +265,7 @@ def test_use_it_in_your_own_app_works_as_written_from_the_wheel(tmp_path: Path) 
         for name, pipeline in pipelines.items():
             # THEN each invalid line was refused with its code, and every other line sent
             results = [json.loads(line) for line in sent[name].stdout.splitlines()]
-            refused = {r["line"] for r in results if not r["sent"] and r["error"].startswith("INVALID_MESSAGE")}
+            refused = {r["line"]: r["error"].split(":", 1)[0] for r in results if not r["sent"]}
             assert refused == invalid, name
             assert all(r["sent"] for r in results if r["line"] not in invalid), name
             # AND every accepted order is recorded once: with its first version on the FIFO queue (one
@@ -273,15 +298,20 @@ def test_use_it_in_your_own_app_works_as_written_from_the_wheel(tmp_path: Path) 
                 assert {entry["error_code"] for entry in entries} <= {"IDEMPOTENCY_CONFLICT"}, name
                 continue
             # AND the standard pipeline's DLQ holds the losing versions of exactly the conflicting orders
-            # (and the walk-through's o-2), each parked as IDEMPOTENCY_CONFLICT
+            # (and the walk-through's o-2), each parked as IDEMPOTENCY_CONFLICT, and the walk-through's raw
+            # o-3 as SCHEMA_VIOLATION: no acceptance line that send refused reached the queue
             parked = run_block(f"{cli} --stack Shop --pipeline {name} dlq list --json", shop, env)
             entries = [json.loads(line) for line in parked.stdout.splitlines()]
             assert int(depth) == len(entries)
-            assert {entry["order_id"] for entry in entries} == {*conflicting, "o-2"}, name
-            assert {entry["error_code"] for entry in entries} == {"IDEMPOTENCY_CONFLICT"}, name
-        # AND the subscriber shipped each order of Orders once
-        shipped = [item["order_id"]["S"] for item in _scan(dynamodb, shipments_table)]
-        assert sorted(order_id for order_id in shipped if order_id.startswith("acc-")) == sorted(first)
+            codes = {(entry["order_id"], entry["error_code"]) for entry in entries}
+            expected = {(order_id, "IDEMPOTENCY_CONFLICT") for order_id in {*conflicting, "o-2"}}
+            assert codes == expected | {("o-3", "SCHEMA_VIOLATION")}, name
+        # AND the subscriber shipped each German order of Orders once, and no other order
+        shipped = {item["order_id"]["S"]: int(item["shipments"]["N"]) for item in _scan(dynamodb, shipments_table)}
+        german = [order_id for order_id, order in first.items() if order["country"] == "DE"]
+        assert german
+        assert len(german) < len(first)
+        assert shipped == dict.fromkeys(["o-1", *german], 1)
         # AND all of it within the stated time
         assert elapsed < ACCEPTANCE_SECONDS
         print(f"acceptance: {len(lines)} lines x 2 pipelines, {len(first)} orders each, settled in {elapsed:.1f} s")

@@ -44,8 +44,8 @@ def subscriber(stack: cdk.Stack, pipeline: IdempotentOrderPipeline) -> None:
 
 @pytest.fixture(scope="module")
 def with_pipeline(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
-    """A pipeline and a filtered subscriber, synthesized with cdk-nag as app.py runs it."""
-    return synth_pipeline(tmp_path_factory.mktemp("subscriber"), after=subscriber)
+    """A pipeline sending ``country`` and a subscriber filtered on it, synthesized with cdk-nag as app.py runs it."""
+    return synth_pipeline(tmp_path_factory.mktemp("subscriber"), after=subscriber, notification_attributes=["country"])
 
 
 @pytest.fixture(scope="module")
@@ -306,6 +306,53 @@ def test_invalid_props_are_refused_naming_the_prop_value_and_allowed(props: dict
     # GIVEN an invalid prop / WHEN the subscriber is built / THEN a ValueError names it, its value and what is allowed
     with pytest.raises(ValueError, match=expected):
         on_topic(**props)
+
+
+def on_pipeline(**props: Any) -> IdempotentSubscriber:
+    """A subscriber "Shipping" of a pipeline sending ``country`` as an attribute (thin body), with ``props``."""
+    stack = cdk.Stack(cdk.App(), "Shop")
+    pipeline = IdempotentOrderPipeline(stack, "Orders", notification_attributes=["country"])
+    return IdempotentSubscriber(stack, "Shipping", pipeline=pipeline, code=CODE, handler="shipping.handler", **props)
+
+
+@pytest.mark.parametrize(
+    ("props", "expected"),
+    [
+        (
+            {"filter_policy": {"total": aws_sns.SubscriptionFilter.numeric_filter(greater_than=1000)}},
+            r"filter_policy on \['total'\]: no notification carries such an attribute \(allowed "
+            r"\['country', 'event_id', 'order_id'\]; add the field to notification_attributes\)",
+        ),
+        (
+            {
+                "filter_policy_with_message_body": {
+                    "country": aws_sns.FilterOrPolicy.filter(aws_sns.SubscriptionFilter.string_filter(allowlist=["DE"]))
+                }
+            },
+            r"filter_policy_with_message_body on the body's \['country'\]: the thin body has only",
+        ),
+    ],
+)
+def test_a_filter_on_a_field_the_pipeline_never_sends_is_refused(props: dict[str, Any], expected: str) -> None:
+    # GIVEN a pipeline whose notifications carry the attribute "country" and the thin body
+    # WHEN a subscriber filters on something those notifications never carry
+    # THEN a ValueError names the prop, the fields and what the pipeline sends (the queue would stay empty)
+    with pytest.raises(ValueError, match=expected):
+        on_pipeline(**props)
+
+
+def test_a_filter_on_what_the_pipeline_sends_is_accepted() -> None:
+    # GIVEN a pipeline sending "country" / WHEN a subscriber filters on it and on the built-in order_id
+    subscriber = on_pipeline(
+        filter_policy={
+            "country": aws_sns.SubscriptionFilter.string_filter(allowlist=["DE"]),
+            "order_id": aws_sns.SubscriptionFilter.exists_filter(),
+        }
+    )
+    # THEN the subscription carries that filter
+    Template.from_stack(cdk.Stack.of(subscriber)).has_resource_properties(
+        "AWS::SNS::Subscription", {"FilterPolicy": {"country": ["DE"], "order_id": [{"exists": True}]}}
+    )
 
 
 def test_every_problem_is_reported_at_once() -> None:

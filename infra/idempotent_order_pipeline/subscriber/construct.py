@@ -89,10 +89,12 @@ class IdempotentSubscriber(Construct):
         ones are the construct's). Default: None (none).
     :param filter_policy: an SNS filter policy on the message attributes (``{"country":
         SubscriptionFilter.string_filter(allowlist=["DE"])}``): only matching notifications reach
-        the queue. Default: None (every notification).
+        the queue. With ``pipeline``, a name its notifications never carry (``event_id``, ``order_id``
+        and its ``notification_attributes``) is a ``ValueError``: it would match nothing.
+        Default: None (every notification).
     :param filter_policy_with_message_body: a filter policy on the JSON body instead (SNS filters
-        one scope per subscription), e.g. on the fields of ``notification_body="order"``.
-        Default: None.
+        one scope per subscription), e.g. on the fields of ``notification_body="order"``; with
+        ``pipeline``, checked against the body it sends. Default: None.
     :param raw_message_delivery: deliver the notification itself, its attributes as SQS message
         attributes, rather than SNS's JSON envelope: smaller messages, and a body near SNS's size
         limit still fits the queue. The helper reads both, so switching is safe with messages

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, get_type_hints
 
 from aws_cdk import Duration, RemovalPolicy, Token, aws_cloudwatch, aws_lambda, aws_logs, aws_sns
 
-from idempotent_order_pipeline import monitoring
+from idempotent_order_pipeline import monitoring, notifications
 from idempotent_order_pipeline._subscriber_layer.python.idempotent_subscriber import config
 from idempotent_order_pipeline.props import (
     ALLOWED_REMOVAL_POLICIES,
@@ -194,6 +194,25 @@ def _check_source(props: SubscriberProps, findings: Findings) -> None:
             "filter_policy and filter_policy_with_message_body: allowed one of them (an SNS subscription filters "
             "either the message attributes or the body)"
         )
+    elif props.pipeline is not None and _is_pipeline(props.pipeline):
+        _check_filter_against_pipeline(props, errors)
+
+
+def _check_filter_against_pipeline(props: SubscriberProps, errors: list[str]) -> None:
+    """A filter on a field the pipeline never sends matches nothing: the queue would stay empty, silently.
+
+    Checked as the pipeline's ``add_subscription`` checks its own ``filter_policy`` (the names the
+    policy matches on, against what its notifications carry). With ``topic=`` nothing is known of
+    what the notifications carry, so nothing is checked.
+    """
+    for name, policy, scope in (
+        ("filter_policy", props.filter_policy, notifications.ATTRIBUTES_SCOPE),
+        ("filter_policy_with_message_body", props.filter_policy_with_message_body, notifications.BODY_SCOPE),
+    ):
+        if policy is not None:
+            problems = notifications.filter_policy_problems(policy, scope, props.pipeline.notification_format)
+            # The pipeline's wording names its own parameter, filter_policy; name this prop instead.
+            errors.extend(problem.replace("filter_policy", name, 1) for problem in problems)
 
 
 def _check_function(props: SubscriberProps, findings: Findings) -> None:
