@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+import logging
 import os
 import subprocess
 import sys
@@ -109,3 +111,19 @@ def _called_from_jsii() -> bool:
             return True
         frame = frame.f_back  # type: ignore[assignment]
     return False
+
+
+@pytest.fixture
+def log_stream() -> Iterator[io.StringIO]:
+    """What the consumer's and reconciler's Powertools logger writes (its handler holds the real stdout,
+    out of capsys' reach)."""
+    from idempotent_order_pipeline._lambda_asset.order_consumer.observability import logger
+
+    stream = io.StringIO()
+    registered = logger.registered_handler
+    assert isinstance(registered, logging.StreamHandler)
+    # Swapped without setStream, which flushes the stream it replaces: in a process that runs pytest
+    # more than once (mutmut), that is the first session's captured stdout, closed since.
+    previous, registered.stream = registered.stream, stream
+    yield stream
+    registered.stream = previous

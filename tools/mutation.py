@@ -8,10 +8,13 @@ level, the tests, bench and pyproject.toml (whose ``[tool.mutmut]`` names the co
 
     python tools/mutation.py run [--max-children N] [--sample K --seed S] [--reuse]   # stage, run, report
     python tools/mutation.py report                                        # report the last run
+    python tools/mutation.py rerun [--max-children N] NAME...              # the named mutants, under today's tests
 
 ``--sample K`` runs the first K mutants of all of them shuffled by ``random.Random(S)`` (the report says
 so); ``--reuse`` keeps the staging directory, its mutants, test stats and results, and runs only the
-mutants without a result (after an interrupted run).
+mutants without a result (after an interrupted run). ``rerun`` copies the tests into the staging
+directory again (the mutated code stays as staged) and runs the named mutants (mutmut's globs allowed):
+the survivors of a run, under the tests written for them; mutmut collects the new tests' stats first.
 The report lists per module killed / total, and every survivor with its diff.
 """
 
@@ -58,6 +61,12 @@ def stage() -> None:
     for source, target in ((ROOT / "infra" / PACKAGE, PACKAGE), (ROOT / "tests", "tests"), (ROOT / "bench", "bench")):
         shutil.copytree(source, STAGE / target, ignore=ignore)
     shutil.copy(ROOT / "pyproject.toml", STAGE / "pyproject.toml")
+
+
+def refresh_tests() -> None:
+    """The staging directory's tests replaced by the repository's (the mutated package stays as staged)."""
+    shutil.rmtree(STAGE / "tests")
+    shutil.copytree(ROOT / "tests", STAGE / "tests", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
 
 
 def _config() -> dict[str, list[str]]:
@@ -134,7 +143,8 @@ def report(python: Path, site: Path, sampled: set[str] | None) -> int:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=["run", "report"])
+    parser.add_argument("command", choices=["run", "report", "rerun"])
+    parser.add_argument("names", nargs="*", help="rerun: the mutants to run again")
     parser.add_argument(
         "--python", type=Path, default=ROOT / ".venv" / "bin" / "python", help="the test stack's interpreter"
     )
@@ -145,9 +155,14 @@ def main() -> int:
     parser.add_argument(
         "--reuse", action="store_true", help="keep .mutation/ (its mutants and test stats) from the last run"
     )
-    args = parser.parse_args()
+    args = parser.parse_intermixed_args()
     site = args.site or next((ROOT / ".venv-mutation" / "lib").glob("python3*/site-packages"))
     sample_file = STAGE / "sample.json"
+    if args.command == "rerun":
+        if not args.names or not _metas():
+            parser.error("rerun needs the names of mutants of a staged run")
+        refresh_tests()
+        return _mutmut(["run", "--max-children", str(args.max_children), *args.names], args.python, site).returncode
     if args.command == "run":
         if not args.reuse:
             stage()

@@ -294,6 +294,21 @@ def test_notifier_holds_back_a_fifo_group_after_a_refused_entry(make_world: Any)
     assert world.board.calls == {"publish_batch": 1}
 
 
+def test_notifier_holds_back_only_the_group_of_a_refused_entry(make_world: Any) -> None:
+    # GIVEN a FIFO topic and 12 notifications: o-1's five, o-2's five (SNS refuses o-2's second), then one more of each
+    world = make_world(fifo=True)
+    notifier = Notifier(client=world.clients.sns, topic_arn=world.topic_arn)
+    orders = ["o-1"] * 5 + ["o-2"] * 5 + ["o-1", "o-2"]
+    notifications = [Notification(f"e-{i}", order_id, "0" * 64) for i, order_id in enumerate(orders)]
+    world.board.rewrites["publish_batch"] = refuse_entries(lambda entry: event_of(entry) == "e-6")
+    # WHEN published (ten in the first call, two in the second)
+    results = notifier.publish_batch(notifications)
+    # THEN o-1's last notification goes out in the second call; o-2's is held behind the refused one
+    assert [r.ok for r in results] == [True] * 6 + [False] + [True] * 4 + [False]
+    assert "earlier notification of its message group" in (results[11].error or "")
+    assert [event_of(e) for e in world.board.requests["publish_batch"][1]["PublishBatchRequestEntries"]] == ["e-10"]
+
+
 def test_notifier_never_exceeds_256_kb_per_call(world: World) -> None:
     # GIVEN three notifications of about 100 KB each (huge event ids)
     notifier = Notifier(client=world.clients.sns, topic_arn=world.topic_arn)
@@ -304,6 +319,51 @@ def test_notifier_never_exceeds_256_kb_per_call(world: World) -> None:
     assert all(r.ok for r in results)
     sizes = [len(r["PublishBatchRequestEntries"]) for r in world.board.requests["publish_batch"]]
     assert sizes == [2, 1]
+
+
+class AnsweringSns:
+    """An SNS client whose PublishBatch gives one fixed answer, or raises ``error``, whatever the entries."""
+
+    def __init__(self, answer: dict[str, Any] | None = None, error: Exception | None = None) -> None:
+        self.answer, self.error = answer, error
+
+    def publish_batch(self, **_: Any) -> dict[str, Any]:
+        if self.error is not None:
+            raise self.error
+        assert self.answer is not None
+        return self.answer
+
+
+def test_notifier_ignores_entry_ids_sns_was_not_sent_and_names_each_refusal() -> None:
+    # GIVEN SNS answers a call of three (ids "0", "1", "2") accepting "0", refusing "2" and an id it was not sent
+    sns = AnsweringSns(
+        {
+            "Successful": [{"Id": "0", "MessageId": "m-0"}],
+            "Failed": [{"Id": "2", "Code": "InternalError", "Message": "try again"}, {"Id": "9", "Code": "X"}],
+        }
+    )
+    notifications = [Notification(f"e-{i}", "o", "0" * 64) for i in range(3)]
+    # WHEN the three are published
+    results = Notifier(client=sns, topic_arn="arn:aws:sns:eu-west-1:1:t").publish_batch(notifications)  # type: ignore[arg-type]
+    # THEN one result per notification, in order: accepted, not reported (never assumed sent), refused with
+    # SNS's code and message; the unknown id changed nothing
+    assert [(r.notification, r.message_id, r.error) for r in results] == [
+        (notifications[0], "m-0", None),
+        (notifications[1], None, "SNS did not report the entry"),
+        (notifications[2], None, "SNS refused the entry: InternalError: try again"),
+    ]
+
+
+def test_notifier_turns_an_unforeseen_sdk_error_into_a_result_per_notification() -> None:
+    # GIVEN an SNS client raising an error that is not botocore's
+    sns = AnsweringSns(error=RuntimeError("boom"))
+    notifications = [Notification(f"e-{i}", "o", "0" * 64) for i in range(2)]
+    # WHEN two are published
+    results = Notifier(client=sns, topic_arn="arn:aws:sns:eu-west-1:1:t").publish_batch(notifications)  # type: ignore[arg-type]
+    # THEN each has a result naming the error, none raised, none accepted
+    assert [(r.notification, r.message_id, r.error) for r in results] == [
+        (n, None, "SNS PublishBatch failed: RuntimeError: boom") for n in notifications
+    ]
 
 
 def make_store(world: World) -> OrderStore:

@@ -33,9 +33,15 @@ class RecordingSqs:
         return {"Successful": [{"Id": entry["Id"]} for entry in entries if self.accept(entry)], "Failed": []}
 
 
-def request(number: int, body: str = "not json", attributes: dict[str, Any] | None = None) -> ParkRequest:
+def request(
+    number: int, body: str = "not json", attributes: dict[str, Any] | None = None, group: str | None = None
+) -> ParkRequest:
     return ParkRequest(
-        body=body, attributes=attributes or {}, message_id=f"m-{number}", error=InvalidMessageError("bad")
+        body=body,
+        attributes=attributes or {},
+        message_id=f"m-{number}",
+        error=InvalidMessageError("bad"),
+        message_group_id=group,
     )
 
 
@@ -89,3 +95,46 @@ def test_a_client_made_on_first_park_is_made_once_and_used() -> None:
     assert (first, second) == ([None], [None])
     assert len(made) == 1
     assert [batch[0]["MessageBody"] for batch in made[0].batches] == ["not json", "not json"]
+
+
+class AnsweringSqs(RecordingSqs):
+    """An SQS client whose SendMessageBatch gives one fixed answer, whatever the entries."""
+
+    def __init__(self, answer: dict[str, Any]) -> None:
+        super().__init__()
+        self.answer = answer
+
+    def send_message_batch(self, **request: Any) -> dict[str, Any]:
+        self.batches.append(request["Entries"])
+        return self.answer
+
+
+def test_entry_ids_sqs_did_not_send_are_ignored_in_its_answer() -> None:
+    # GIVEN SQS answers a batch of three (ids "0", "1", "2") accepting "0" and an id it was not sent,
+    # and refusing "2" and another id it was not sent
+    sqs = AnsweringSqs(
+        {
+            "Successful": [{"Id": "0"}, {"Id": "7"}],
+            "Failed": [{"Id": "2", "Code": "InvalidMessageContents", "Message": "bad"}, {"Id": "9", "Code": "X"}],
+        }
+    )
+    # WHEN the three are parked
+    results = DeadLetterQueue(queue_url="https://sqs/dlq", client=sqs).park_batch(  # type: ignore[arg-type]
+        [request(1), request(2), request(3)]
+    )
+    # THEN the first is parked, the third refused with SQS's reason, and the second, which SQS did not
+    # report, is not sent: the unknown ids changed nothing
+    assert results == [None, "not sent", "SQS refused to park the message: InvalidMessageContents: bad"]
+
+
+def test_a_fifo_dead_letter_queue_keeps_the_message_group_and_deduplicates_on_the_message() -> None:
+    # GIVEN a FIFO DLQ, a message of group g-1 and a message without a group (a hand-built event)
+    sqs = RecordingSqs()
+    dlq = DeadLetterQueue(queue_url="https://sqs/dlq.fifo", client=sqs)  # type: ignore[arg-type]
+    # WHEN both are parked
+    results = dlq.park_batch([request(1, group="g-1"), request(2)])
+    # THEN the first keeps its group (the group's order is kept in the DLQ), the second is a group of its
+    # own, and each is deduplicated on its message id
+    assert results == [None, None]
+    [entries] = sqs.batches
+    assert [(e["MessageGroupId"], e["MessageDeduplicationId"]) for e in entries] == [("g-1", "m-1"), ("m-2", "m-2")]

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import io
 import json
 from typing import Any
 
 import pytest
 
+from idempotent_order_pipeline._lambda_asset.order_consumer import pipeline
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.keys import derive_event_id
 from tests.consumer.harness import (
     ArmedFault,
@@ -190,7 +192,7 @@ def test_dlq_send_failure_does_not_acknowledge(world: World) -> None:
     assert world.dead_letters() == []
 
 
-def test_unexpected_exception_is_reported_not_acknowledged(world: World) -> None:
+def test_unexpected_exception_is_reported_not_acknowledged(world: World, log_stream: io.StringIO) -> None:
     # GIVEN a bug-like error (not a domain error) in a call
     world.board.arm(ArmedFault(RuntimeError("boom"), "transact_write_items", times=1))
     record = sqs_record(ORDER)
@@ -198,6 +200,44 @@ def test_unexpected_exception_is_reported_not_acknowledged(world: World) -> None
     response = world.invoke([record])
     # THEN the record is reported for redelivery
     assert world.failures(response) == {record["messageId"]}
+    # AND the error is logged with its traceback and the message's id
+    [line] = [json.loads(text) for text in log_stream.getvalue().splitlines() if '"unexpected error"' in text]
+    assert (line["level"], line["message_id"]) == ("ERROR", record["messageId"])
+    assert "RuntimeError: boom" in line["exception"]
+
+
+def test_a_bug_in_a_parking_job_leaves_its_record_unacknowledged_and_is_logged(
+    world: World, log_stream: io.StringIO
+) -> None:
+    # GIVEN an invalid message, and a bug-like error (not a botocore error) when it is sent to the DLQ
+    world.board.arm(ArmedFault(RuntimeError("boom"), "send_message", times=1))
+    record = sqs_record("{oops")
+    # WHEN processed
+    response = world.invoke([record])
+    # THEN the record is reported for redelivery, not parked
+    assert world.failures(response) == {record["messageId"]}
+    assert world.dead_letters() == []
+    # AND the job's error is logged with its traceback
+    [line] = [
+        json.loads(text) for text in log_stream.getvalue().splitlines() if "unexpected error in a batch job" in text
+    ]
+    assert line["level"] == "ERROR"
+    assert "RuntimeError: boom" in line["exception"]
+
+
+def test_a_batchs_deadlines_are_its_remaining_time_less_each_margin(monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN an invocation with 10 s left, at monotonic instant 100 s
+    monkeypatch.setattr(pipeline.time, "monotonic", lambda: 100.0)
+    # WHEN the batch's deadlines are set with margins of 3 s (start), 2 s (notify) and 1 s (return)
+    deadlines = pipeline.Deadlines.of(
+        lambda: 10_000, min_remaining_ms=3_000, notify_reserve_ms=2_000, return_margin_ms=1_000
+    )
+    # THEN records start until 107 s, transactions run until 108 s, and the handler returns at 109 s
+    assert (deadlines.start_until, deadlines.transactions_until, deadlines.return_at) == (107.0, 108.0, 109.0)
+    # AND without a remaining time there is no bound
+    assert pipeline.Deadlines.of(None, min_remaining_ms=3_000, notify_reserve_ms=2_000, return_margin_ms=1_000) == (
+        pipeline.Deadlines(None, None, None)
+    )
 
 
 def test_record_not_started_when_invocation_time_runs_out(world: World) -> None:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import logging
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -13,7 +11,7 @@ import pytest
 from idempotent_order_pipeline._lambda_asset.order_consumer import handler as handler_module
 from idempotent_order_pipeline._lambda_asset.order_consumer.config import REQUIRED_VARIABLES, Settings
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.errors import ConfigurationError
-from idempotent_order_pipeline._lambda_asset.order_consumer.observability import logger
+from idempotent_order_pipeline._lambda_asset.order_consumer.pipeline import Outcome, RecordResult, outcome_counts
 from tests.consumer.harness import ArmedFault, FakeContext, World, client_error, seed, sqs_record, written_event_id
 
 
@@ -48,19 +46,6 @@ def test_defaults_apply_when_optional_variables_are_absent() -> None:
 
 def json_lines(text: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
-
-
-@pytest.fixture
-def log_stream() -> Iterator[io.StringIO]:
-    """What the Powertools logger writes (its handler holds the real stdout, out of capsys' reach)."""
-    stream = io.StringIO()
-    registered = logger.registered_handler
-    assert isinstance(registered, logging.StreamHandler)
-    # Swapped without setStream, which flushes the stream it replaces: in a process that runs pytest
-    # more than once (mutmut), that is the first session's captured stdout, closed since.
-    previous, registered.stream = registered.stream, stream
-    yield stream
-    registered.stream = previous
 
 
 def test_metrics_one_log_line_per_batch_and_one_per_parked_or_failed_record(
@@ -125,3 +110,38 @@ def test_a_batch_of_ten_new_orders_writes_one_log_line(world: World, log_stream:
     assert "message_id" not in line
     # AND under 50 bytes per order (one line of the Lambda context and counts, about 420 bytes)
     assert len(log_stream.getvalue().encode()) / len(records) < 50
+
+
+def test_outcome_counts_add_up_every_record_of_a_batch() -> None:
+    # GIVEN a batch's results of every outcome, two of most, mixed in order
+    def result(outcome: Outcome, *, written: bool = False, published: bool = False) -> RecordResult:
+        return RecordResult(message_id="m", outcome=outcome, order_written=written, published=published)
+
+    results = [
+        result(Outcome.CONFLICT),
+        result(Outcome.RECORDED, written=True, published=True),
+        result(Outcome.SCHEMA_VIOLATION),
+        result(Outcome.DUPLICATE),
+        result(Outcome.CONFLICT),
+        result(Outcome.INVALID),
+        result(Outcome.REPUBLISHED, published=True),
+        result(Outcome.SCHEMA_VIOLATION),
+        result(Outcome.RETRY),
+        result(Outcome.DUPLICATE),
+        result(Outcome.RECORDED, written=True, published=False),
+    ]
+    # WHEN they are counted for a pipeline with an order schema
+    counts = outcome_counts(results, schema=True)
+    # THEN each metric counts its records (a record written but not yet published counts as recorded only)
+    assert counts == {
+        "OrdersRecorded": 2,
+        "DuplicatesSkipped": 2,
+        "NotificationsPublished": 1,
+        "NotificationsRepublished": 1,
+        "Conflicts": 2,
+        "InvalidMessages": 1,
+        "SchemaViolations": 2,
+        "TransientFailures": 1,
+    }
+    # AND counting never fails a batch: a violation is counted even where SchemaViolations was not asked for
+    assert outcome_counts(results[2:3])["SchemaViolations"] == 1

@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.errors import InvalidTextError
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.keys import derive_event_id, payload_sha256
-from idempotent_order_pipeline._lambda_asset.order_consumer.contract.message import parse_body
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.message import check_attributes, parse_body
 from tests.consumer.harness import World, sqs_record
 
 # Two amounts that agree on their first 28 significant digits and differ in the 31st.
@@ -245,3 +246,23 @@ def test_text_sqs_cannot_carry_is_parked_escaped_not_retried(
     assert "\\ud800" in sent or "\\udfff" in sent or "\\ud83d" in sent
     assert world.order_rows() == {}
     assert world.new_notifications() == []
+
+
+def test_an_attribute_with_a_lone_surrogate_is_named_by_its_first_80_characters() -> None:
+    # GIVEN an attribute whose name is 100 characters long and whose value holds a lone surrogate
+    name = "n" * 100
+    # WHEN the attributes are checked / THEN the error names the attribute by the first 80 characters of its
+    # escaped name (a name can be 256 characters), the key and where the surrogate is
+    with pytest.raises(InvalidTextError) as raised:
+        check_attributes({name: {"dataType": "String", "stringValue": "ab\ud800"}})
+    assert str(raised.value) == (
+        f"message attribute '{'n' * 79} (stringValue) is not valid Unicode: lone surrogate '\\ud800' at character 2"
+    )
+
+
+def test_a_top_level_field_name_with_a_lone_surrogate_is_named_as_in_the_body() -> None:
+    # GIVEN a body whose top-level field name is a JSON escape of a lone surrogate
+    # WHEN it is parsed / THEN it is invalid, the error saying the name is in the body itself
+    with pytest.raises(InvalidTextError) as raised:
+        parse_body('{"order_id": "o-1", "\\ud800x": 1}')
+    assert str(raised.value) == "a field name in the body is not valid Unicode: lone surrogate '\\ud800' at character 0"

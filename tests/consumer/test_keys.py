@@ -20,7 +20,7 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.contract.keys import
     payload_sha256,
     resolve_event_id,
 )
-from idempotent_order_pipeline._lambda_asset.order_consumer.contract.message import parse_body
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.message import parse_body, string_attribute
 
 
 def sha(text: str) -> str:
@@ -124,3 +124,23 @@ def test_identity_fields_setting(value: str | None, expected: tuple[str, ...]) -
 def test_identity_fields_setting_rejects_empty_names() -> None:
     with pytest.raises(ValueError, match="IDENTITY_FIELDS='a,,b' has an empty field name"):
         parse_identity_fields("a,,b")
+
+
+@pytest.mark.parametrize(
+    ("attribute", "expected"),
+    [
+        pytest.param({"dataType": "String", "stringValue": "k-1"}, "k-1", id="string"),
+        pytest.param({"dataType": "String.uuid", "stringValue": "k-1"}, "k-1", id="string-with-a-custom-type"),
+        pytest.param({"stringValue": "k-1"}, "k-1", id="no-type-in-a-hand-built-event"),
+    ],
+)
+def test_the_idempotency_key_attribute_is_read_from_any_string_type(attribute: dict[str, str], expected: str) -> None:
+    # GIVEN an idempotency_key attribute of type String, String.<custom> or no type / WHEN read / THEN its value
+    assert string_attribute({"idempotency_key": attribute}, "idempotency_key") == expected
+
+
+@pytest.mark.parametrize("data_type", ["Number", "Binary", "Number.String"])
+def test_an_idempotency_key_attribute_of_another_type_is_invalid(data_type: str) -> None:
+    # GIVEN an idempotency_key attribute of a type that is not String / WHEN read / THEN the message is invalid
+    with pytest.raises(InvalidMessageError, match="message attribute 'idempotency_key' must be of type String"):
+        string_attribute({"idempotency_key": {"dataType": data_type, "stringValue": "1"}}, "idempotency_key")

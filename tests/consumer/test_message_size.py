@@ -19,7 +19,11 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.contract.batching im
     MAX_MESSAGE_BYTES,
 )
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.errors import InvalidMessageError
-from idempotent_order_pipeline._lambda_asset.order_consumer.contract.message import MAX_ORDER_ID_LENGTH
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.message import (
+    MAX_ORDER_ID_LENGTH,
+    item_size,
+    parse_order_message,
+)
 from idempotent_order_pipeline._lambda_asset.order_consumer.dead_letter import (
     MAX_ERROR_MESSAGE_CHARS,
     dead_letter_attributes,
@@ -92,3 +96,32 @@ def test_an_invalid_body_of_the_maximum_size_is_parked_whole_with_its_reason(wor
     [parked] = world.dead_letters()
     assert parked["MessageAttributes"]["error_code"]["StringValue"] == "INVALID_MESSAGE"
     assert parked["Body"] == body
+
+
+@pytest.mark.parametrize(
+    ("item", "size"),
+    [
+        pytest.param({"n": {"N": "0"}}, 1 + 2, id="zero-one-significant-digit"),
+        pytest.param({"n": {"N": "-12.340"}}, 1 + 3, id="four-significant-digits"),
+        pytest.param({"m": {"M": {"ab": {"S": "xyz"}}}}, 1 + 3 + (1 + 2 + 3), id="map"),
+        pytest.param({"l": {"L": [{"BOOL": True}, {"NULL": True}]}}, 1 + 3 + (1 + 1) * 2, id="list"),
+    ],
+)
+def test_a_rows_size_is_counted_by_dynamodbs_rules(item: dict[str, Any], size: int) -> None:
+    # GIVEN an order row / WHEN its size is counted (for the 400 KB limit)
+    # THEN it is DynamoDB's count: the name, then 1 byte per 2 significant digits plus 1 for a number (at least
+    # one digit), 3 bytes plus 1 per element for a map or list, a map's keys included
+    assert item_size(item) == size
+
+
+def test_equal_scalars_of_one_body_share_one_attribute_value_at_any_depth() -> None:
+    # GIVEN an order holding the number 0 and null as fields, in a list, in a map and in a list within a map
+    body = {"order_id": "o-1", "z": 0, "n": None, "a": [0, None, 0], "b": {"c": 0, "d": [None]}}
+    # WHEN its row is built for DynamoDB
+    row = parse_order_message(json.dumps(body)).order_item
+    # THEN every 0 is one object, and every null (a body of 130,000 zeros holds one {"N": "0"}, not 130,000)
+    a, b = row["a"]["L"], row["b"]["M"]
+    assert row["z"] == {"N": "0"}
+    assert row["z"] is a[0] is a[2] is b["c"]
+    assert row["n"] == {"NULL": True}
+    assert row["n"] is a[1] is b["d"]["L"][0]

@@ -96,6 +96,21 @@ def row_of(placed: dict[str, Any]) -> dict[str, Any]:
     return parse_order_message(json.dumps(placed)).order_item
 
 
+def test_an_order_body_that_fits_only_without_the_attributes_falls_back_to_the_thin_body() -> None:
+    # GIVEN an order whose stored row, as the body, fits in an SNS message 500 bytes to spare, and a configured
+    # attribute of 1,000 bytes
+    order_body = NotificationFormat(body="order")
+    empty = build_notification(row_of(order("o-1", note="n" * 1000, blob="")), order_body).message
+    placed = order("o-1", note="n" * 1000, blob="x" * (MAX_MESSAGE_BYTES - 500 - message_bytes(empty)))
+    assert message_bytes(build_notification(row_of(placed), order_body).message) == MAX_MESSAGE_BYTES - 500
+    # WHEN its notification is built with the attribute
+    notification = build_notification(row_of(placed), NotificationFormat(attributes=("note",), body="order"))
+    # THEN the body is the thin one, the attribute is kept, and the whole fits
+    assert set(json.loads(notification.message)) == {"event_id", "order_id", "payload_sha256"}
+    assert notification.attributes["note"]["StringValue"] == "n" * 1000
+    assert message_bytes(notification.message, notification.attributes) <= MAX_MESSAGE_BYTES
+
+
 @pytest.mark.parametrize(
     ("value", "expected"),
     [
@@ -116,12 +131,13 @@ def test_each_value_is_carried_only_as_sns_can(value: Any, expected: tuple[str, 
     assert (None if attribute is None else (attribute["DataType"], attribute["StringValue"])) == expected
 
 
-def test_attributes_that_cannot_fit_with_the_thin_body_are_left_out_largest_first() -> None:
-    # GIVEN two configured fields that together do not fit in one SNS message, one much larger
+@pytest.mark.parametrize("configured", [("big", "small"), ("small", "big")])
+def test_attributes_that_cannot_fit_with_the_thin_body_are_left_out_largest_first(configured: tuple[str, str]) -> None:
+    # GIVEN two configured fields that together do not fit in one SNS message, one much larger, in either order
     big, small = "b" * (MAX_MESSAGE_BYTES - 1000), "s" * 2000
     row = row_of(order("o-1", big=big, small=small))
     # WHEN the notification is built
-    notification = build_notification(row, NotificationFormat(attributes=("big", "small")))
+    notification = build_notification(row, NotificationFormat(attributes=configured))
     # THEN the larger one is left out, the smaller kept, and the whole fits
     assert set(notification.attributes) == {"event_id", "order_id", "small"}
     assert message_bytes(notification.message, notification.attributes) <= MAX_MESSAGE_BYTES

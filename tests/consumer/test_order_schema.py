@@ -10,7 +10,11 @@ from typing import Any
 
 import pytest
 
-from idempotent_order_pipeline._lambda_asset.order_consumer.contract.order_schema import VALIDATOR_MODULE
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.order_schema import (
+    VALIDATOR_MODULE,
+    SchemaRuleError,
+    SchemaRulesError,
+)
 from idempotent_order_pipeline.order_schema import validator_code
 from tests.consumer.harness import World, sqs_record
 
@@ -158,3 +162,16 @@ def test_without_a_schema_any_order_the_contract_accepts_is_recorded_as_before(
     metrics = emitted_metrics(capsys.readouterr().out)
     assert metrics["OrdersRecorded"] == 1
     assert "SchemaViolations" not in metrics
+
+
+def test_several_broken_rules_are_one_error_naming_each() -> None:
+    # GIVEN two rules an order breaks, as the generated code's collect-all mode reports them
+    rules = [
+        SchemaRuleError("$.amount must be number", rule="type"),
+        SchemaRuleError("$.items must contain at least 1 items", rule="minItems"),
+    ]
+    # WHEN they make one error
+    error = SchemaRulesError(rules)
+    # THEN its message names each, in order, and it keeps them
+    assert str(error) == error.message == "$.amount must be number; $.items must contain at least 1 items"
+    assert error.errors == rules

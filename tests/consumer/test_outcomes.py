@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import time
 from decimal import Decimal
@@ -106,7 +107,9 @@ def test_pending_event_with_same_payload_is_republished_and_marked_sent(world: W
 
 
 @pytest.mark.parametrize("status", ["pending", "sent"])
-def test_same_event_id_with_other_payload_is_parked_as_conflict(world: World, status: str) -> None:
+def test_same_event_id_with_other_payload_is_parked_as_conflict(
+    world: World, status: str, log_stream: io.StringIO
+) -> None:
     # GIVEN an event recorded with one payload
     event_id = seed(world, ORDER, status=status, event_id="evt-1")
     # WHEN a message reuses its event_id with another payload
@@ -125,6 +128,9 @@ def test_same_event_id_with_other_payload_is_parked_as_conflict(world: World, st
     assert world.event_records()[event_id]["status"] == status
     assert world.order_rows()["o-1"]["event_id"] == "evt-1"
     assert world.new_notifications() == []
+    # AND the log line of the parked record names its event and order, for the operator
+    [line] = [json.loads(text) for text in log_stream.getvalue().splitlines() if "order message parked" in text]
+    assert (line["event_id"], line["order_id"], line["outcome"]) == ("evt-1", "o-1", "conflict")
 
 
 def test_order_recorded_without_state_record_and_same_payload_is_a_duplicate(world: World) -> None:
@@ -155,6 +161,30 @@ def test_order_recorded_without_state_record_and_other_payload_is_a_conflict(wor
     assert "evt-old" in parked["MessageAttributes"]["error_message"]["StringValue"]
     assert world.event_records() == {}
     assert world.new_notifications() == []
+
+
+def test_an_order_row_whose_own_pending_record_has_another_key_is_finished_under_that_key(
+    make_world: Any, log_stream: io.StringIO
+) -> None:
+    # GIVEN a pipeline sending the country as an attribute, and an order recorded under another event id (as a
+    # version that keyed it otherwise left it) whose record is still pending, not notified
+    world = make_world(env={"NOTIFICATION_ATTRIBUTES": '["country"]'})
+    order = {**ORDER, "country": "DE"}
+    seed(world, order, status="pending", event_id="evt-old-key")
+    # WHEN the same order is delivered under today's key
+    response = world.invoke([sqs_record(order)])
+    # THEN it is acknowledged, and announced once under the row's own event id, with the configured attribute
+    assert response == {"batchItemFailures": []}
+    [notification] = world.new_notifications()
+    assert json.loads(notification["Message"])["event_id"] == "evt-old-key"
+    attributes = {name: a["Value"] for name, a in notification["MessageAttributes"].items()}
+    assert attributes == {"event_id": "evt-old-key", "order_id": "o-1", "country": "DE"}
+    # AND that record is marked sent, and no record is made under today's key
+    assert world.event_records()["evt-old-key"]["status"] == "sent"
+    assert set(world.event_records()) == {"evt-old-key"}
+    # AND it counts as a republication (the order was recorded before), not a new notification
+    [batch] = [json.loads(text) for text in log_stream.getvalue().splitlines() if "order batch processed" in text]
+    assert batch["outcomes"] == {"republished": 1}
 
 
 def test_numbers_are_stored_exactly(world: World) -> None:

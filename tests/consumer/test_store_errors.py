@@ -8,6 +8,7 @@ answer is injected at the client, as botocore raises it.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -115,7 +116,14 @@ class UnreachableClient:
         raise EndpointConnectionError(endpoint_url="https://dynamodb.eu-west-1.amazonaws.com")
 
 
-def test_an_unreachable_store_is_a_store_failure_naming_the_endpoint() -> None:
+@pytest.mark.parametrize(
+    "call",
+    [
+        pytest.param(lambda store: store.adopt_pending("evt-1", "sha"), id="pending-check"),
+        pytest.param(lambda store: store.release_sent("evt-1"), id="release-of-a-sent-record"),
+    ],
+)
+def test_an_unreachable_store_is_a_store_failure_naming_the_endpoint(call: Callable[[OrderStore], object]) -> None:
     # GIVEN DynamoDB cannot be reached
     store = OrderStore(
         client=UnreachableClient(),  # type: ignore[arg-type]
@@ -123,9 +131,9 @@ def test_an_unreachable_store_is_a_store_failure_naming_the_endpoint() -> None:
         order_records_table="orders",
         record_ttl_seconds=60,
     )
-    # WHEN the pending check is made
+    # WHEN the pending check, or the reconciler's release of a sent record, is made
     with pytest.raises(StoreUnavailableError) as raised:
-        store.adopt_pending("evt-1", "sha")
+        call(store)
     # THEN it is a transient store failure whose message says why
     assert str(raised.value) == (
         'DynamoDB unreachable: Could not connect to the endpoint URL: "https://dynamodb.eu-west-1.amazonaws.com"'
@@ -157,6 +165,12 @@ class CancellingClient:
             "order transaction cancelled: ['TransactionConflict', 'None']",
             id="conflict",
         ),
+        pytest.param(
+            ("ConditionalCheckFailed", "None"),
+            StoreUnavailableError,
+            "existing event record without ALL_OLD status: None",
+            id="event-exists-without-its-item",
+        ),
     ],
 )
 def test_a_cancelled_record_write_becomes_the_domain_error_of_its_reasons(
@@ -174,6 +188,7 @@ def test_a_cancelled_record_write_becomes_the_domain_error_of_its_reasons(
     with pytest.raises(expected) as raised:
         store.record(order)
     # THEN an invalid item is a permanent rejection (parked), a conflict a transient failure (retried),
-    # each naming the reasons
+    # each naming the reasons; an existing event whose item did not come back is a transient failure
+    # too (never taken for a duplicate)
     assert type(raised.value) is expected
     assert str(raised.value) == message

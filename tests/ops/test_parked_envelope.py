@@ -12,6 +12,7 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.contract.parked impo
     ADDED_ATTRIBUTES,
     PARKED_ATTRIBUTE,
     Envelope,
+    producer_attributes,
 )
 from idempotent_order_pipeline._lambda_asset.order_consumer.dead_letter import dead_letter_attributes
 from idempotent_order_pipeline.cli.dead_letters import attributes_for_redrive
@@ -74,3 +75,30 @@ def test_a_park_then_a_redrive_is_the_identity_and_a_second_park_replaces_the_fi
     assert again["source_message_id"]["StringValue"] == "m-2"
     assert json.loads(again[PARKED_ATTRIBUTE]["StringValue"])["packed"] == envelope.packed
     assert attributes_for_redrive(_receive_shape(dict(again))) == sent
+
+
+def test_the_envelope_is_written_without_whitespace() -> None:
+    # GIVEN a message whose original attributes are packed (one has a reserved name)
+    attributes = {
+        "error_code": {"dataType": "String", "stringValue": "mine"},
+        "n": {"dataType": "Number", "stringValue": "1"},
+    }
+    # WHEN it is parked
+    envelope = dead_letter_attributes(attributes, InvalidMessageError("bad"), "m-1")[PARKED_ATTRIBUTE]["StringValue"]
+    # THEN the envelope is compact JSON: SQS counts its bytes against the message's size limit
+    assert json.loads(envelope)["packed"] == attributes
+    assert envelope == json.dumps(json.loads(envelope), separators=(",", ":"), sort_keys=True)
+
+
+def test_attributes_that_travel_beside_the_reason_come_back_without_it() -> None:
+    # GIVEN a message with a producer attribute of an ordinary name (copied beside the reason, not packed)
+    trace = {"dataType": "String", "stringValue": "t-1"}
+    parked = dead_letter_attributes({"trace": trace}, InvalidMessageError("bad"), "m-1")
+    assert set(parked) == {"trace", *ADDED_ATTRIBUTES}
+    # WHEN its attributes are read back, by the consumer (a move task brought it back) and by a redrive
+    lambda_shape = {name: {"dataType": v["DataType"], "stringValue": v["StringValue"]} for name, v in parked.items()}
+    # THEN each is the producer's attribute alone: what the consumer added is left out
+    assert producer_attributes(lambda_shape) == {"trace": trace}
+    assert attributes_for_redrive(_receive_shape(dict(parked))) == {
+        "trace": {"DataType": "String", "StringValue": "t-1"}
+    }

@@ -7,6 +7,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import pytest
+
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.errors import StoreUnavailableError
 from idempotent_order_pipeline._lambda_asset.order_consumer.pending_records import PendingIndex
 from idempotent_order_pipeline._lambda_asset.order_consumer.store import OrderStore
 from tests.consumer.harness import ArmedFault, client_error
@@ -109,3 +112,56 @@ def test_an_answer_without_the_table_means_no_rows_and_nothing_left_unread() -> 
     # THEN neither row exists and none is left unread (an absent table in Responses is no item)
     assert rows == {}
     assert unread == set()
+
+
+def row(order_id: str) -> dict[str, Any]:
+    return {"order_id": {"S": order_id}, "event_id": {"S": f"evt-{order_id}"}, "payload_sha256": {"S": "sha"}}
+
+
+class AnswersInTwoParts:
+    """A DynamoDB client whose BatchGetItem answers the first key, leaves the rest unprocessed, then answers them."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+
+    def batch_get_item(self, **request: Any) -> dict[str, Any]:
+        self.requests.append(request)
+        keys = request["RequestItems"]["orders"]["Keys"]
+        first, rest = keys[0], keys[1:]
+        answer: dict[str, Any] = {"Responses": {"orders": [row(first["order_id"]["S"])]}}
+        if rest:
+            answer["UnprocessedKeys"] = {"orders": {**request["RequestItems"]["orders"], "Keys": rest}}
+        return answer
+
+
+def test_keys_left_unprocessed_are_asked_for_again_until_read() -> None:
+    # GIVEN DynamoDB answers each BatchGetItem with its first key only, leaving the others unprocessed
+    client = AnswersInTwoParts()
+    index = PendingIndex(client=client, processed_events_table="events", order_records_table="orders")  # type: ignore[arg-type]
+    # WHEN three rows are read
+    rows, unread = index.read_order_rows(["o-1", "o-2", "o-3"])
+    # THEN every row is read, none left unread, each call asking only for the keys still unread
+    assert sorted(rows) == ["o-1", "o-2", "o-3"]
+    assert unread == set()
+    asked = [[key["order_id"]["S"] for key in r["RequestItems"]["orders"]["Keys"]] for r in client.requests]
+    assert asked == [["o-1", "o-2", "o-3"], ["o-2", "o-3"], ["o-3"]]
+
+
+class FailingQueries:
+    """A DynamoDB client whose Query is throttled."""
+
+    def query(self, **_: Any) -> None:
+        raise client_error("Query", "ThrottlingException", "slow down")
+
+
+def test_a_failed_index_query_is_a_store_failure_naming_the_shard() -> None:
+    # GIVEN DynamoDB throttles the pending-index query
+    index = PendingIndex(client=FailingQueries(), processed_events_table="events", order_records_table="orders")  # type: ignore[arg-type]
+    # WHEN a shard's page is read
+    with pytest.raises(StoreUnavailableError) as raised:
+        index.page("7", created_before=NOW)
+    # THEN the error names the query, the shard and DynamoDB's answer
+    assert str(raised.value) == (
+        "DynamoDB failed the pending-index query of shard 7: An error occurred (ThrottlingException) when calling"
+        " the Query operation: slow down"
+    )
