@@ -64,11 +64,12 @@ def _file_rank(markers: set[str]) -> int:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Longest files first: ``make test``'s workers (``--dist loadfile``) then finish together.
+    """Longest files first: ``make test``'s workers then finish together.
 
-    xdist hands out whole files in collection order, so a long end-to-end file collected last ran
-    alone at the end while the other worker idled (about 100 s of a fresh clone's run). Files stay
-    whole and keep their order within a rank, so module fixtures are set up once.
+    With ``--dist loadfile --no-loadscope-reorder`` xdist hands out whole files in collection order
+    (its default order, most tests first, put the one-test end-to-end walk-through of 143 s last, to
+    run alone while the other worker idled: about 100 s of a fresh clone's run). Files stay whole
+    and keep their order within a rank, so module fixtures are set up once.
     """
     markers: dict[Any, set[str]] = {}
     for item in items:
