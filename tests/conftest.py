@@ -58,26 +58,6 @@ _create_loader = botocore.session.create_loader
 botocore.session.create_loader = _shared_loader  # type: ignore[assignment]
 
 
-def _file_rank(markers: set[str]) -> int:
-    """0 for a file with an end-to-end test, 1 for one with a slow test, 2 for the rest."""
-    return 0 if "e2e" in markers else 1 if "slow" in markers else 2
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Longest files first: ``make test``'s workers then finish together.
-
-    With ``--dist loadfile --no-loadscope-reorder`` xdist hands out whole files in collection order
-    (its default order, most tests first, put the one-test end-to-end walk-through of 143 s last, to
-    run alone while the other worker idled: about 100 s of a fresh clone's run). Files stay whole
-    and keep their order within a rank, so module fixtures are set up once.
-    """
-    markers: dict[Any, set[str]] = {}
-    for item in items:
-        markers.setdefault(item.path, set()).update(mark.name for mark in item.iter_markers())
-    order = {path: (_file_rank(names), index) for index, (path, names) in enumerate(markers.items())}
-    items.sort(key=lambda item: order[item.path])
-
-
 def pytest_sessionfinish(session: object, exitstatus: int) -> None:
     """One import root: the Lambda asset is loaded only as ``idempotent_order_pipeline._lambda_asset``.
 
