@@ -111,8 +111,8 @@ lint: $(STAMP) check-node ## ruff + mypy (the library, then the Lambda asset and
 # (tests/conftest.py). `make test` runs every tier.
 .PHONY: test
 # The lint, the gate and the tool venvs' installs are independent once the dev venv exists: two at a
-# time (each target's output kept together). From a fresh clone the first test starts after 182-215 s,
-# against 224-249 s one after the other.
+# time (each target's output kept together). From a fresh clone the first test started after 182-229 s
+# in four runs, against 224-249 s in three runs one after the other.
 test: $(STAMP) ## Lint, the data-loss gate, then every test (fast, slow and end-to-end), on 2 workers
 	$(MAKE) --no-print-directory -j2 --output-sync=target lint diff $(CHECKOV_STAMP) $(PARLIAMENT_STAMP)
 	$(BIN)/python -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
