@@ -192,27 +192,18 @@ def test_use_it_in_your_own_app_works_as_written_from_the_wheel(tmp_path: Path) 
             name: shlex.split(value)[0]
             for name, value in (line.removeprefix("export ").split("=", 1) for line in exported)
         }
-        dynamodb = boto3.client(
-            "dynamodb",
-            endpoint_url=env["AWS_ENDPOINT_URL"],
-            region_name=env["AWS_REGION"],
-            aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
-            aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
-        )
-        cloudformation = boto3.client(
-            "cloudformation",
-            endpoint_url=env["AWS_ENDPOINT_URL"],
-            region_name=env["AWS_REGION"],
-            aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
-            aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
-        )
-        sqs = boto3.client(
-            "sqs",
-            endpoint_url=env["AWS_ENDPOINT_URL"],
-            region_name=env["AWS_REGION"],
-            aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
-            aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
-        )
+
+        def client(service: str) -> Any:
+            """A client of the stand-in, with what the block sourced (as the team's terminal has it)."""
+            return boto3.client(
+                service,
+                endpoint_url=env["AWS_ENDPOINT_URL"],
+                region_name=env["AWS_REGION"],
+                aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
+                aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
+            )
+
+        dynamodb, cloudformation, sqs = client("dynamodb"), client("cloudformation"), client("sqs")
         [stack] = cloudformation.describe_stacks(StackName="Fulfilment")["Stacks"]
         shipments_table = next(o["OutputValue"] for o in stack["Outputs"] if o["OutputKey"] == "ShipmentsTable")
         listing = run_block(f"{cli} --stack Shop pipelines --json", shop, env).stdout.splitlines()
