@@ -12,7 +12,7 @@ the field's path (``items[2].price``):
   must fit DynamoDB's number type after trimming zeros (:class:`~order_consumer.contract.errors.InvalidNumberError`);
   valid ones are kept as exact :class:`~decimal.Decimal` values and stored as their canonical text;
 * strings, field names, map keys and message attributes must be valid Unicode - no lone surrogate,
-  which JSON can spell as ``"\ud800"`` in plain ASCII (:class:`~order_consumer.contract.errors.InvalidTextError`);
+  which JSON can spell as ``"\\ud800"`` in plain ASCII (:class:`~order_consumer.contract.errors.InvalidTextError`);
 * nesting is at most DynamoDB's 32 levels, names are non-empty, keys unique, the row at most 400 KB.
 
 Bodies up to SQS's 256 KB stay small in memory: a bad number is kept as its literal until the walk
