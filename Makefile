@@ -113,8 +113,8 @@ lint: $(STAMP) check-node ## ruff + mypy (the library, then the Lambda asset and
 # The lint, the gate and the tool venvs' installs are independent once the dev venv exists: two at a
 # time (each target's output kept together). From a fresh clone the first test started after 182-229 s
 # in four runs, against 224-249 s in three runs one after the other.
-test: $(STAMP) ## Lint, the data-loss gate, then every test (fast, slow and end-to-end), on 2 workers
-	$(MAKE) --no-print-directory -j2 --output-sync=target lint diff $(CHECKOV_STAMP) $(PARLIAMENT_STAMP)
+test: $(STAMP) ## Lint, the data-loss gate, the function tests on python3.14, then every test (fast, slow and end-to-end), on 2 workers
+	$(MAKE) --no-print-directory -j2 --output-sync=target lint diff test-runtime-fast $(CHECKOV_STAMP) $(PARLIAMENT_STAMP)
 	$(BIN)/python -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
 
 # BASE: the git ref the change merges into (default: the merge-base of HEAD and main). The gate
@@ -133,6 +133,21 @@ dist: $(STAMP) ## Build the sdist and the wheel into dist/ and check them with t
 .PHONY: test-fast
 test-fast: $(STAMP) check-node ## The edit-run loop: every test not marked slow or e2e (no lint, no gate, no processes), on 2 workers
 	$(BIN)/python -m pytest -n 2 --dist loadfile -m "not slow and not e2e" $(PYTEST_ARGS)
+
+# The functions run python3.14 on AWS; the rest of the suite runs on this venv's Python (3.11 here).
+# tools/runtime_python.py compiles every module the functions load (the asset, the subscriber layer,
+# the generated order-schema validator) on every Python found, then runs the function tests on
+# python3.14: RUNTIME_PYTHON=/path/to/python3.14 if given, else a Debian sid chroot it builds with
+# debootstrap (as root) and caches in ~/.cache/idempotent-order-pipeline, else the newest Python found,
+# saying so. RUNTIME_ARGS: e.g. --no-build, or -- -k deadline.
+RUNTIME_ARGS ?=
+.PHONY: test-runtime
+test-runtime: $(STAMP) ## The consumer, reconciler and subscriber-layer tests on python3.14, the functions' runtime (every tier)
+	$(BIN)/python tools/runtime_python.py $(RUNTIME_ARGS)
+
+.PHONY: test-runtime-fast
+test-runtime-fast: $(STAMP) ## The compile check and the fast function tests on python3.14 (make test runs this)
+	$(BIN)/python tools/runtime_python.py --fast $(RUNTIME_ARGS)
 
 .PHONY: mutation
 mutation: $(STAMP) $(MUTATION_STAMP) ## Mutation score of the consumer core under the fast tests (mutmut; not in make test; docs/mutation.md)
@@ -215,9 +230,9 @@ snapshot-update: $(STAMP) ## Refresh the CloudFormation snapshots after a delibe
 # file PyPI has for each pinned version.
 LOCK_ARGS ?=
 .PHONY: lock
-lock: ## Write requirements-dev.lock, -checkov.lock, -parliament.lock, -min.lock and -mutation.lock (hashed) from requirements*.txt
+lock: ## Write requirements-dev.lock, -checkov.lock, -parliament.lock, -min.lock, -mutation.lock and -runtime.lock (hashed) from requirements*.txt
 	@test -x $(PIPTOOLS_VENV)/bin/pip-compile || ($(PYTHON) -m venv $(PIPTOOLS_VENV) && $(PIPTOOLS_VENV)/bin/$(PIP_INSTALL) pip-tools==$(PIP_TOOLS_VERSION))
-	for name in dev checkov parliament min mutation; do \
+	for name in dev checkov parliament min mutation runtime; do \
 	  CUSTOM_COMPILE_COMMAND="make lock" $(PIPTOOLS_VENV)/bin/pip-compile --quiet --generate-hashes --allow-unsafe \
 	    --strip-extras --no-emit-index-url --no-emit-find-links $(LOCK_ARGS) \
 	    --output-file requirements-$$name.lock requirements-$$name.txt; \

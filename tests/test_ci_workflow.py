@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 import yaml
 
+from tools.runtime_python import RUNTIME_VERSION
+
 REPO = Path(__file__).resolve().parents[1]
 WORKFLOW = REPO / ".github" / "workflows" / "ci.yml"
 NODE = shutil.which("node", path=str(Path(sys.executable).parent)) or "node"
@@ -54,9 +56,17 @@ def test_make_test_runs_on_the_oldest_python_allowed_and_on_the_functions_runtim
     # WHEN the test job's matrix is read
     matrix = workflow["jobs"]["test"]["strategy"]["matrix"]["python-version"]
     setup = next(s for s in workflow["jobs"]["test"]["steps"] if s.get("uses", "").startswith("actions/setup-python@"))
-    # THEN it covers both, and the setup step uses it
+    make_test = next(s for s in workflow["jobs"]["test"]["steps"] if s.get("run") == "make test")
+    # THEN it covers both, and the setup step uses it as the default Python
     assert matrix == [floor, runtime.removeprefix("python")]
-    assert setup["with"]["python-version"] == "${{ matrix.python-version }}"
+    assert setup["with"]["python-version"].splitlines() == [
+        runtime.removeprefix("python"),
+        "${{ matrix.python-version }}",
+    ]
+    # AND make test runs the function tests on the runtime's Python in every job, which the runtime
+    # check (tools/runtime_python.py) names as the runtime
+    assert make_test["env"]["RUNTIME_PYTHON"] == runtime
+    assert f"python{'.'.join(map(str, RUNTIME_VERSION))}" == runtime
 
 
 def aws_lambda_runtime() -> str:

@@ -3,8 +3,8 @@
 Python 3.13's compiler strips the common indentation of every docstring at compile time, which encodes
 the docstring as UTF-8: a docstring holding a lone surrogate (``"\\ud800"`` written with one backslash)
 no longer compiles, and the module never imports. On 3.11 and 3.12 it compiles. This test finds such a
-docstring on whichever interpreter runs it; ``tests/runtime/`` compiles and runs the same modules on the
-runtime's own interpreter.
+docstring on whichever interpreter runs it; ``tools/runtime_python.py`` compiles and runs the same modules on the
+runtime's own interpreter (``make test-runtime``).
 """
 
 from __future__ import annotations
@@ -14,14 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from idempotent_order_pipeline import asset
-from idempotent_order_pipeline.subscriber import layer
-
-ROOTS = (asset.lambda_asset_path(), layer.LAYER_ROOT)
+from tools.runtime_python import REPO, shipped_modules
 
 
 def _modules() -> list[Path]:
-    return sorted(path for root in ROOTS for path in root.rglob("*.py") if "__pycache__" not in path.parts)
+    return [REPO / module for module in shipped_modules()]
 
 
 def _docstrings(source: str) -> list[tuple[int, str]]:
@@ -65,3 +62,18 @@ def test_the_check_finds_a_lone_surrogate_in_a_docstring() -> None:
     ((_, doc),) = _docstrings(source)
     with pytest.raises(UnicodeEncodeError):
         doc.encode("utf-8")
+
+
+@pytest.mark.slow
+def test_the_runtime_check_refuses_a_module_that_python_3_13_cannot_compile() -> None:
+    # GIVEN the interpreters make test-runtime compiles on, from 3.13 (the runtime's 3.14 once built)
+    from tools import runtime_python
+
+    newer = [found for found in runtime_python.interpreters(build=False) if found.version >= (3, 13)]
+    assert newer, "no Python 3.13 or later here: run make test-runtime (it builds python3.14) or set RUNTIME_PYTHON"
+    bad = {"<lone surrogate>": 'def f():\n    """JSON spells it "\\ud800"."""\n'}
+    good = {"<escaped>": 'def f():\n    """JSON spells it "\\\\ud800"."""\n'}
+    # WHEN each compiles a module whose docstring spells a lone surrogate, and the same module escaped
+    # THEN it refuses the first and compiles the second
+    assert not runtime_python.compile_everywhere(newer, [], bad)
+    assert runtime_python.compile_everywhere(newer, [], good)

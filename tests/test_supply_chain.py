@@ -22,7 +22,10 @@ LOCKS = {
     "requirements-checkov.txt": "requirements-checkov.lock",
     "requirements-parliament.txt": "requirements-parliament.lock",
     "requirements-mutation.txt": "requirements-mutation.lock",
+    "requirements-runtime.txt": "requirements-runtime.lock",
 }
+#: Installed by tools/runtime_python.py (make test-runtime) on the functions' Python, not by the Makefile.
+RUNTIME_LOCK = "requirements-runtime.lock"
 PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?==([^\s;\\]+)")
 
 
@@ -74,9 +77,31 @@ def test_the_makefile_installs_every_virtualenv_from_its_lock_with_require_hashe
     installs = [line for line in makefile.splitlines() if "PIP_INSTALL)" in line or "pip install" in line]
     requirement_installs = [line for line in installs if " -r " in line]
     # THEN each lock is installed with --require-hashes, and no requirements*.txt is installed directly
-    for lock in LOCKS.values():
+    for lock in set(LOCKS.values()) - {RUNTIME_LOCK}:
         assert [line for line in requirement_installs if f"-r {lock}" in line and "--require-hashes" in line], lock
     assert [line for line in requirement_installs if ".txt" in line] == []
+
+
+def test_the_runtime_venv_is_installed_from_its_lock_at_the_test_stacks_versions() -> None:
+    # GIVEN the runtime check's venv (the function tests on python3.14) and the test stack's lock
+    from tools import runtime_python
+
+    source = (REPO / "tools" / "runtime_python.py").read_text()
+    runtime = locked(REPO / RUNTIME_LOCK)
+    dev = locked(REPO / "requirements-dev.lock")
+    # THEN it installs its lock with --require-hashes
+    assert runtime_python.LOCK == RUNTIME_LOCK
+    assert '"--require-hashes", "-r", lock' in source
+    # AND every package it shares with the test stack is at the same version and top-level pin, so the
+    # function tests on 3.14 test what the 3.11 suite tests
+    assert runtime
+    assert {name: dev.get(name, ["missing"])[0] for name in runtime} == {
+        name: entry[0] for name, entry in runtime.items()
+    }
+    dev_pins = top_level_pins(REPO / "requirements-dev.txt")
+    assert {name: dev_pins[name] for name in top_level_pins(REPO / "requirements-runtime.txt")} == top_level_pins(
+        REPO / "requirements-runtime.txt"
+    )
 
 
 def test_the_sandbox_extra_pins_what_the_stand_in_is_built_and_tested_against() -> None:
