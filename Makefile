@@ -165,7 +165,7 @@ synth: $(STAMP) check-node ## Synthesize every stage into cdk.out/
 # make demo is the stand-in the `sandbox` extra ships (order-pipeline sandbox start) pointed at this
 # repository's app, from the source tree. DEMO_ORDERS, DEMO_SEED, DEMO_CRASH_RATE, DEMO_CONCURRENCY
 # and DEMO_VISIBILITY_TIMEOUT tune the demo (e.g. `make demo DEMO_ORDERS=2000`).
-SANDBOX := PYTHONPATH=$(CURDIR)/infra $(BIN)/python -m order_pipeline_sandbox
+SANDBOX := PYTHONPATH=$(CURDIR)/infra $(BIN)/python -m idempotent_order_pipeline.sandbox
 ORDER_PIPELINE := PYTHONPATH=$(CURDIR)/infra $(BIN)/python -m idempotent_order_pipeline.cli
 
 .PHONY: demo

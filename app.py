@@ -33,7 +33,7 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.contract import name
 from idempotent_order_pipeline.compliance import CheckovSuppression, add_skips
 
 # The app's own outputs beside the contract's, defined where make demo reads them.
-from order_pipeline_sandbox.worked_app import (
+from idempotent_order_pipeline.sandbox.worked_app import (
     FULFILMENT_DEAD_LETTER_QUEUE_URL_OUTPUT,
     FULFILMENT_QUEUE_URL_OUTPUT,
     SHIPMENT_COUNTERS_TABLE_OUTPUT,

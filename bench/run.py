@@ -278,7 +278,7 @@ def _apply_transact_fix() -> tuple[str, Callable[[], None]]:
     Returns what happened, for the output, and how to undo it (nothing if it was already applied).
     """
     try:
-        from order_pipeline_sandbox import moto_patches  # type: ignore[import-not-found, unused-ignore]
+        from idempotent_order_pipeline.sandbox import moto_patches  # type: ignore[import-not-found, unused-ignore]
     except ImportError:
         return "not available", lambda: None
     if moto_patches.is_applied():
@@ -296,8 +296,8 @@ def stand_in_note(transact_fix: str) -> str:
     return (
         f"moto {moto.__version__} in-process; fresh tables per measured batch (tables are dropped and created "
         f"outside the timing, so moto's whole-table copy in TransactWriteItems never grows); "
-        f"order_pipeline_sandbox.moto_patches item-journal fix: {transact_fix}; moto's own work runs one call at a "
-        f"time under a lock, the injected latency is waited outside it"
+        f"idempotent_order_pipeline.sandbox.moto_patches item-journal fix: {transact_fix}; moto's own work runs one "
+        f"call at a time under a lock, the injected latency is waited outside it"
     )
 
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from order_pipeline_sandbox.cdk_cli import cdk_cli_environment
+from idempotent_order_pipeline.sandbox.cdk_cli import cdk_cli_environment
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 #: The committed acknowledgements of deliberate destructive changes (one reasoned line each).

@@ -71,3 +71,25 @@ def test_app_synthesizes_every_stage(tmp_path: Path) -> None:
     stages = {name for name, artifact in manifest["artifacts"].items() if artifact["type"] == "cdk:cloud-assembly"}
     assert "assembly-dev" in stages
     assert list(tmp_path.glob("assembly-dev/*.template.json"))
+
+
+LIBRARY_IMPORT = """
+import json, sys
+import idempotent_order_pipeline
+from idempotent_order_pipeline import IdempotentOrderPipeline, IdempotentSubscriber, producer
+import idempotent_order_pipeline.cli.commands
+print(json.dumps(sorted(name for name in sys.modules if name.split(".")[0] == "moto" or name.startswith(
+    "idempotent_order_pipeline.sandbox"))))
+"""
+
+
+def test_importing_the_library_never_imports_the_stand_in_or_moto() -> None:
+    # GIVEN a fresh interpreter with this checkout's library on its path
+    env = {**os.environ, "PYTHONPATH": str(REPO / "infra")}
+    # WHEN it imports the construct, the subscriber, the producer client and the operator CLI
+    completed = subprocess.run(  # noqa: S603 - this interpreter, this test's own code
+        [sys.executable, "-c", LIBRARY_IMPORT], cwd="/", env=env, capture_output=True, text=True, check=False
+    )
+    assert completed.returncode == 0, completed.stderr
+    # THEN neither the stand-in (a subpackage) nor moto, which it patches, was imported
+    assert json.loads(completed.stdout.splitlines()[-1]) == []

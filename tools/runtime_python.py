@@ -50,6 +50,8 @@ CHROOT_PACKAGES = "python3.14,python3.14-venv,ca-certificates"
 #: Host files the chroot needs to reach the package registry as the host does.
 HOST_FILES = ("/etc/resolv.conf", "/etc/ssl/certs/ca-certificates.crt")
 MOUNT_POINT = "/src"
+#: How the venv is installed: from the hashed lock only.
+INSTALL = ("-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--require-hashes", "-r")
 
 
 @dataclass(frozen=True)
@@ -187,37 +189,17 @@ def interpreters(build: bool) -> list[Interpreter]:
 def with_venv(interpreter: Interpreter) -> Interpreter:
     """The interpreter with a venv from the runtime lock (made once per lock, cached)."""
     if interpreter.venv_python is not None:  # the chroot's venv lives inside the chroot
-        venv = interpreter.venv_python[-1].removesuffix("/bin/python")
         python = list(interpreter.venv_python)
-        in_venv = list(interpreter.command)
     else:
         major, minor = interpreter.version
-        venv = str(cache_dir() / f"venv-{major}.{minor}-{lock_digest()}")
-        python = [f"{venv}/bin/python"]
-        in_venv = list(interpreter.command)
+        python = [str(cache_dir() / f"venv-{major}.{minor}-{lock_digest()}" / "bin" / "python")]
     if _version(python) is None:
         print(f"runtime: a venv for {interpreter.name} from {LOCK}")
-        made = subprocess.run([*in_venv, "-m", "venv", "--clear", venv], check=False)
-        lock = f"{interpreter.root}/{LOCK}"
-        installed = made.returncode == 0 and (
-            subprocess.run(
-                [
-                    *python,
-                    "-m",
-                    "pip",
-                    "install",
-                    "--quiet",
-                    "--disable-pip-version-check",
-                    "--require-hashes",
-                    "-r",
-                    lock,
-                ],
-                check=False,
-                env={**os.environ, "PIP_CERT": HOST_FILES[1]},
-            ).returncode
-            == 0
-        )
-        if not installed:
+        venv = python[-1].removesuffix("/bin/python")
+        made = interpreter.run(["-m", "venv", "--clear", venv]).returncode == 0
+        install = [*python, *INSTALL, f"{interpreter.root}/{LOCK}"]
+        env = {**os.environ, "PIP_CERT": HOST_FILES[1]}
+        if not made or subprocess.run(install, check=False, env=env).returncode != 0:
             sys.exit(f"runtime: could not install {LOCK} for {interpreter.name}")
     return Interpreter(interpreter.name, interpreter.version, interpreter.command, interpreter.root, tuple(python))
 

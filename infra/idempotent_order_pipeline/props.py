@@ -176,7 +176,7 @@ class Findings:
 _PLAIN_VALUES = (str, bytes, int, float, bool, Mapping, list, tuple, set)
 
 
-def _type_name(hint: Any) -> str:
+def type_name(hint: Any) -> str:
     if hint is type(None):
         return "None"
     if isinstance(hint, type):
@@ -184,16 +184,16 @@ def _type_name(hint: Any) -> str:
         return hint.__name__ if module in ("", "builtins") else f"{module}.{hint.__name__}"
     origin = get_origin(hint)
     if origin in (Union, UnionType):
-        return " or ".join(_type_name(arg) for arg in get_args(hint))
+        return " or ".join(type_name(arg) for arg in get_args(hint))
     if origin is not None:
         args = get_args(hint)
-        element = _type_name(args[-1]) if args and args[-1] is not Any else "keyword arguments"
+        element = type_name(args[-1]) if args and args[-1] is not Any else "keyword arguments"
         kind = "mapping" if isinstance(origin, type) and issubclass(origin, Mapping) else "sequence"
         return f"a {kind} of {element}"
     return str(hint)
 
 
-def _has_type(value: Any, hint: Any) -> bool:
+def has_type(value: Any, hint: Any) -> bool:
     """Whether ``value`` fits the annotation ``hint`` (an unresolved number or string token always fits)."""
     if hint is Any:
         return True
@@ -201,7 +201,7 @@ def _has_type(value: Any, hint: Any) -> bool:
         return value is None
     origin = get_origin(hint)
     if origin in (Union, UnionType):
-        return any(_has_type(value, arg) for arg in get_args(hint))
+        return any(has_type(value, arg) for arg in get_args(hint))
     if origin is not None:  # Sequence[X] or Mapping[str, X]: the container; elements are checked by their own rules
         if issubclass(origin, Mapping):
             return isinstance(value, Mapping)
@@ -219,7 +219,7 @@ def _has_type(value: Any, hint: Any) -> bool:
 def _allowed(name: str, hint: Any) -> str:
     if name in _ALLOWED_TYPE_TEXT:
         return _ALLOWED_TYPE_TEXT[name]
-    return _type_name(hint)
+    return type_name(hint)
 
 
 #: How a type error states what is allowed, where the type's name alone would not say it.
@@ -261,7 +261,7 @@ def well_typed(props: PipelineProps, findings: Findings) -> PipelineProps:
     wrong: dict[str, Any] = {}
     for name in PROP_NAMES:
         value = getattr(props, name)
-        if not _has_type(value, hints[name]):
+        if not has_type(value, hints[name]):
             findings.errors.append(f"{name}={value!r} ({type(value).__name__}): allowed {_allowed(name, hints[name])}")
             wrong[name] = getattr(DEFAULTS, name)
     return replace(props, **wrong) if wrong else props

@@ -154,7 +154,7 @@ def logical_id(stack: cdk.Stack, construct: Any) -> str:
 
 def synth_brownfield(outdir: Path) -> Synthesized:
     """The sandbox's brownfield app (existing queue, DLQ, tables and key imported; VPC; overrides)."""
-    from order_pipeline_sandbox import brownfield
+    from idempotent_order_pipeline.sandbox import brownfield
 
     app = brownfield.build_app(outdir=str(outdir))
     app.synth()

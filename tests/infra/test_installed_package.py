@@ -99,18 +99,20 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return built
 
 
-def test_wheel_adds_the_library_and_the_stand_in_as_top_level_packages(wheel: Path) -> None:
+def test_wheel_adds_one_top_level_package_the_library_with_its_stand_in_inside(wheel: Path) -> None:
     # GIVEN the built wheel
     # WHEN its files are listed
     names = zipfile.ZipFile(wheel).namelist()
     top_level = {name.split("/")[0] for name in names if not name.split("/")[0].endswith((".dist-info", ".data"))}
-    # THEN the top-level packages are the library (the Lambda asset inside it) and the stand-in
-    assert top_level == {"idempotent_order_pipeline", "order_pipeline_sandbox"}
+    # THEN the one top-level package is the library (the Lambda asset and the stand-in inside it)
+    assert top_level == {"idempotent_order_pipeline"}
     assert "idempotent_order_pipeline/_lambda_asset/order_consumer/handler.py" in names
     assert "idempotent_order_pipeline/_lambda_asset/order_consumer/contract/keys.py" in names
     assert "idempotent_order_pipeline/_subscriber_layer/python/idempotent_subscriber/dedup.py" in names
     assert "idempotent_order_pipeline/subscriber/construct.py" in names
-    assert {"order_pipeline_sandbox/standin.py", "order_pipeline_sandbox/supervisor.py"} <= set(names)
+    assert {"idempotent_order_pipeline/sandbox/standin.py", "idempotent_order_pipeline/sandbox/supervisor.py"} <= set(
+        names
+    )
     # AND no development-only app of the repository comes along
     assert not [name for name in names if "brownfield_app" in name]
 

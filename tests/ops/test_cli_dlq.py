@@ -95,7 +95,7 @@ def test_drop_deletes_only_the_selected_messages_and_prints_them(ops: OpsWorld) 
 def test_drop_asks_first_and_needs_a_selection(ops: OpsWorld, monkeypatch: pytest.MonkeyPatch) -> None:
     # GIVEN dead letters, and an operator at a terminal
     park_three_kinds(ops)
-    monkeypatch.setattr("idempotent_order_pipeline.cli.commands.on_terminal", lambda: True)
+    monkeypatch.setattr("idempotent_order_pipeline.cli.context.on_terminal", lambda: True)
     # WHEN the prompt is declined, THEN nothing is deleted
     declined = ops.run("dlq", "drop", "--all", "--wait-seconds", "0", input="n\n")
     assert declined.exit_code == 1

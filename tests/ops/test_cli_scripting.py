@@ -29,7 +29,7 @@ from tests.ops.test_cli_dlq import park_three_kinds
 from tests.ops.test_cli_pending import record_pending
 
 REPO = Path(__file__).resolve().parents[2]
-TERMINAL = "idempotent_order_pipeline.cli.commands.on_terminal"
+TERMINAL = "idempotent_order_pipeline.cli.context.on_terminal"
 #: What moto's server answers for an action it lacks (StartMessageMoveTask): a bare HTTP 500 page.
 MOTO_SERVER_PAGE = (
     "<!doctype html>\n<html lang=en>\n<title>500 Internal Server Error</title>\n<h1>Internal Server Error</h1>\n"

@@ -3,7 +3,7 @@
 The other chaos tests raise an exception where a crash would be; this one kills. Three kinds of
 process take part:
 
-* the moto server, in a child process (``order_pipeline_sandbox.server.SandboxServerProcess``, the
+* the moto server, in a child process (``idempotent_order_pipeline.sandbox.server.SandboxServerProcess``, the
   project's own local endpoint), holding the tables, topic and queues;
 * the handler, ``order_consumer.handler.handler``, in processes forked from a zygote
   (:mod:`tests.reliability.kill_worker`) with the environment variables the construct sets; each
@@ -60,7 +60,7 @@ from boto3.dynamodb.types import TypeDeserializer
 
 from idempotent_order_pipeline.cli.dead_letters import Selection, redrive_loop
 from idempotent_order_pipeline.keys import derive_event_id
-from order_pipeline_sandbox.server import Endpoint, SandboxServerProcess
+from idempotent_order_pipeline.sandbox.server import Endpoint, SandboxServerProcess
 
 # Real SIGKILLs of handler processes against a moto server process.
 pytestmark = pytest.mark.slow

@@ -1,6 +1,6 @@
 """End to end, brownfield: the existing resources deployed by one stage, the pipeline on them by another.
 
-Both with the real CDK CLI onto the local endpoint (``order_pipeline_sandbox.brownfield``): the
+Both with the real CDK CLI onto the local endpoint (``idempotent_order_pipeline.sandbox.brownfield``): the
 pipeline stage imports the first stage's queue, dead-letter queue, tables and key by the ARNs and
 names it output (passed as context, as a separate repository would), runs in a VPC with the
 service endpoints, and overrides the topic's and function's props. Orders then go through it with
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from order_pipeline_sandbox import brownfield
-from order_pipeline_sandbox.demo import ChaosOptions, Sandbox, SandboxOptions, run_chaos
+from idempotent_order_pipeline.sandbox import brownfield
+from idempotent_order_pipeline.sandbox.demo import ChaosOptions, Sandbox, SandboxOptions, run_chaos
 
 pytestmark = pytest.mark.e2e
 

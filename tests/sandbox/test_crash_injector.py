@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from order_pipeline_sandbox.lambda_runtime import InjectedCrash, _CrashInjector
+from idempotent_order_pipeline.sandbox.lambda_runtime import InjectedCrash, _CrashInjector
 
 
 def test_a_crash_after_a_call_fires_when_that_call_returns_even_if_later_calls_were_sent_meanwhile() -> None:

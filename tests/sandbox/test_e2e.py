@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 from boto3.dynamodb.types import TypeDeserializer
 
-from order_pipeline_sandbox.demo import ChaosOptions, Sandbox, SandboxOptions, run_chaos
-from order_pipeline_sandbox.outage import run_sns_outage
-from order_pipeline_sandbox.traffic import ACCEPTED_KINDS
+from idempotent_order_pipeline.sandbox.demo import ChaosOptions, Sandbox, SandboxOptions, run_chaos
+from idempotent_order_pipeline.sandbox.outage import run_sns_outage
+from idempotent_order_pipeline.sandbox.traffic import ACCEPTED_KINDS
 
 pytestmark = pytest.mark.e2e
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from idempotent_order_pipeline.powertools import LAYER_ARN_PARAMETER_ID, POWERTOOLS_LAYER_PARAMETER
-from order_pipeline_sandbox import function as deployed
-from order_pipeline_sandbox.deploy import Layer, publish_powertools_parameter
-from order_pipeline_sandbox.server import Endpoint, SandboxServer, restore_moto
+from idempotent_order_pipeline.sandbox import function as deployed
+from idempotent_order_pipeline.sandbox.deploy import Layer, publish_powertools_parameter
+from idempotent_order_pipeline.sandbox.server import Endpoint, SandboxServer, restore_moto
 
 LAYER_ARN = "arn:aws:lambda:eu-west-1:123456789012:layer:sandbox-aws-lambda-powertools:1"
 

@@ -23,8 +23,8 @@ from moto.dynamodb.models import DynamoDBBackend, dynamodb_backends
 from moto.dynamodb.models.table import Table
 from moto.sqs.models import sqs_backends
 
-from order_pipeline_sandbox import moto_cloudformation, moto_patches
-from order_pipeline_sandbox.deploy import (
+from idempotent_order_pipeline.sandbox import moto_cloudformation, moto_patches
+from idempotent_order_pipeline.sandbox.deploy import (
     CDK_TIMEOUT_SECONDS,
     DeployError,
     bootstrap,
@@ -32,7 +32,7 @@ from order_pipeline_sandbox.deploy import (
     publish_powertools_parameter,
     run_cdk,
 )
-from order_pipeline_sandbox.server import SandboxServerProcess
+from idempotent_order_pipeline.sandbox.server import SandboxServerProcess
 
 ACCOUNT = "123456789012"
 REGION = "eu-west-1"
@@ -353,7 +353,7 @@ def test_cloudformation_resolves_an_ssm_parameter_type_from_the_seeded_parameter
     assert stack["Parameters"] == [{"ParameterKey": "PowertoolsLayerArn", "ParameterValue": SANDBOX_LAYER}]
 
 
-# --- CloudFormation for real apps (order_pipeline_sandbox.moto_cloudformation) ------------------------
+# --- CloudFormation for real apps (idempotent_order_pipeline.sandbox.moto_cloudformation) ------------------------
 
 
 @pytest.fixture

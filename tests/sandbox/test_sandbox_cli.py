@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from idempotent_order_pipeline.cli import cli
-from order_pipeline_sandbox.deploy import CDK_CLI, DeployError, find_cdk_cli
+from idempotent_order_pipeline.sandbox.deploy import CDK_CLI, DeployError, find_cdk_cli
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from moto.dynamodb.models import DynamoDBBackend
 
-from order_pipeline_sandbox import moto_patches
-from order_pipeline_sandbox.server import Endpoint, SandboxServer, SandboxServerProcess, restore_moto
+from idempotent_order_pipeline.sandbox import moto_patches
+from idempotent_order_pipeline.sandbox.server import Endpoint, SandboxServer, SandboxServerProcess, restore_moto
 
 
 @pytest.fixture

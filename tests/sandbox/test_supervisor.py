@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
-from order_pipeline_sandbox.function import CONSUMER_HANDLER, DeployedFunction, QueueMapping
-from order_pipeline_sandbox.server import Endpoint, SandboxServer, restore_moto
-from order_pipeline_sandbox.supervisor import (
+from idempotent_order_pipeline.sandbox.function import CONSUMER_HANDLER, DeployedFunction, QueueMapping
+from idempotent_order_pipeline.sandbox.server import Endpoint, SandboxServer, restore_moto
+from idempotent_order_pipeline.sandbox.supervisor import (
     MappingWorker,
     ScheduleWorker,
     Supervisor,

@@ -7,7 +7,7 @@ import pytest
 import app as cdk_app
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.errors import SchemaViolationError
 from idempotent_order_pipeline.order_schema import compile_order_schema
-from order_pipeline_sandbox import traffic
+from idempotent_order_pipeline.sandbox import traffic
 
 
 def test_every_accepted_message_of_the_demo_satisfies_the_apps_order_schema() -> None:

@@ -10,9 +10,9 @@ import pytest
 from moto import mock_aws
 
 import app as cdk_app
-from order_pipeline_sandbox import checks, traffic, worked_app
-from order_pipeline_sandbox.checks import EndpointState, ParkedMessage
-from order_pipeline_sandbox.worked_app import FulfilmentState, ProducerRefusal
+from idempotent_order_pipeline.sandbox import checks, traffic, worked_app
+from idempotent_order_pipeline.sandbox.checks import EndpointState, ParkedMessage
+from idempotent_order_pipeline.sandbox.worked_app import FulfilmentState, ProducerRefusal
 
 
 def _plan() -> traffic.TrafficPlan:

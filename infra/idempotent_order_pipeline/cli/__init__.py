@@ -19,7 +19,7 @@ what was found. A stack deployed before the metadata existed is read through ``a
 
 Modules: :mod:`.aws` (clients, the stack, the pipeline's resources), :mod:`.dead_letters` (peek and redrive),
 :mod:`.records` (the two tables), :mod:`.errors`, :mod:`.render` (timestamps, exact JSON),
-:mod:`.sandbox` (the stand-in's commands, a front for ``order_pipeline_sandbox``) and
+:mod:`.sandbox` (the stand-in's commands, a front for ``idempotent_order_pipeline.sandbox``) and
 :mod:`.commands` (the click commands). The operations are plain functions over boto3 clients, so
 they are usable and testable without the command line. Needs the ``ops`` extra (click).
 """

@@ -13,15 +13,13 @@ shows what they would do and changes nothing.
 
 from __future__ import annotations
 
-import functools
-import re
 import sys
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
-from typing import IO, TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from typing import IO, TYPE_CHECKING, Any
 
 import click
 from botocore.exceptions import BotoCoreError, ClientError
@@ -36,6 +34,16 @@ from idempotent_order_pipeline.cli.aws import (
     Stack,
     approximate_depth,
     queue_arn,
+)
+from idempotent_order_pipeline.cli.context import (
+    JSON_HELP,
+    Operator,
+    confirmed,
+    destructive,
+    operator_of,
+    reported,
+    seconds_option,
+    wants_json,
 )
 from idempotent_order_pipeline.cli.dead_letters import (
     DEFAULT_PEEK_LIMIT,
@@ -59,7 +67,7 @@ from idempotent_order_pipeline.cli.errors import (
     endpoint_message,
 )
 from idempotent_order_pipeline.cli.migrate import migrate
-from idempotent_order_pipeline.cli.output import Failure, confirm, echo, on_terminal, summarise
+from idempotent_order_pipeline.cli.output import Failure, confirm, echo, summarise
 from idempotent_order_pipeline.cli.records import (
     DEFAULT_PENDING_AGE,
     find_pending,
@@ -81,106 +89,6 @@ if TYPE_CHECKING:
 EXIT_NOT_FOUND = 3
 #: Default of ``redrive --timeout``: how long to watch a message move task.
 DEFAULT_MOVE_TASK_TIMEOUT = "15m"
-
-P = ParamSpec("P")
-R = TypeVar("R")
-
-
-@dataclass
-class Operator:
-    """What every command gets: the stack, the pipeline's resources, the clients, the identity fields."""
-
-    stack: Stack
-    clients: AwsClients
-    resources: PipelineResources
-    explicit_identity_fields: tuple[str, ...] | None = None
-    #: The global ``--json`` (each command's own ``--json`` asks the same).
-    as_json: bool = False
-    _identity: tuple[tuple[str, ...], str] | None = field(default=None, repr=False)
-
-    def identity_fields(self) -> tuple[tuple[str, ...], str]:
-        """``--identity-fields``, else the consumer function's ``IDENTITY_FIELDS``, else the default."""
-        if self.explicit_identity_fields is not None:
-            return self.explicit_identity_fields, "--identity-fields"
-        if self._identity is None:
-            self._identity = self.resources.identity_fields()
-        return self._identity
-
-    def publisher(self) -> OrderPublisher:
-        return OrderPublisher(
-            self.resources.queue_url,
-            identity_fields=self.identity_fields()[0],
-            client=self.clients.sqs,
-            order_schema=self.resources.order_schema(),
-        )
-
-
-def _reported(command: Callable[P, R]) -> Callable[P, R]:
-    """Turn the errors that end a command into one line on stderr and exit code 1."""
-
-    @functools.wraps(command)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return command(*args, **kwargs)
-        except OperationsError as exc:
-            raise Failure(str(exc)) from exc
-        except ClientError as exc:
-            raise Failure(f"{exc.operation_name} failed: {describe(exc)}") from exc
-        except BotoCoreError as exc:
-            raise Failure(describe(exc)) from exc
-
-    return wrapper
-
-
-_DURATION_PART = re.compile(r"(\d+)([smhd])")
-_DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-def _seconds(ctx: click.Context, param: click.Parameter, value: str) -> int:
-    """Parse ``90s``, ``15m``, ``2h``, ``1d``, ``1h30m`` or plain seconds."""
-    text = value.strip().lower()
-    if text.isdigit():
-        return int(text)
-    parts = _DURATION_PART.findall(text)
-    if not parts or "".join(number + unit for number, unit in parts) != text:
-        raise click.BadParameter(f"{value!r} is not a duration such as 90s, 15m, 2h, 1d or 1h30m")
-    return sum(int(number) * _DURATION_UNITS[unit] for number, unit in parts)
-
-
-def _operator(ctx: click.Context) -> Operator:
-    return cast(Operator, ctx.find_object(Operator))
-
-
-def _json(ctx: click.Context, as_json: bool) -> bool:
-    """Whether this command writes JSON: its own ``--json`` or the global one."""
-    return as_json or _operator(ctx).as_json
-
-
-_JSON_HELP = "One JSON object per line on stdout (the same as the global --json)."
-
-
-def _confirmed(*, yes: bool, dry_run: bool, command: str) -> bool:
-    """Whether a destructive command may go on without asking; a usage error when nobody could be asked.
-
-    Checked before anything is read, so a script without ``--yes`` fails the same way whatever
-    the queues hold.
-    """
-    if yes or dry_run:
-        return True
-    if not on_terminal():
-        raise click.UsageError(
-            f"{command} changes the pipeline's queues and asks first, but there is no terminal to ask: "
-            "pass --yes to go ahead, or --dry-run to see what it would do"
-        )
-    return False
-
-
-def _destructive(command: Callable[P, R]) -> Callable[P, R]:
-    """``--yes`` and ``--dry-run`` for a command that deletes or sends in bulk."""
-    command = click.option("--dry-run", is_flag=True, help="Show what would be done; change nothing (needs no --yes).")(
-        command
-    )
-    return click.option("--yes", "-y", is_flag=True, help="Do not ask (needed without a terminal).")(command)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
@@ -282,7 +190,7 @@ def _order_line(publisher: OrderPublisher, raw: bytes) -> PreparedOrder:
 )
 @click.option("--json", "as_json", is_flag=True, help="One JSON result per input line on stdout.")
 @click.pass_context
-@_reported
+@reported
 def send(ctx: click.Context, source: IO[bytes], on_invalid: str, as_json: bool) -> None:
     """Send orders, one JSON object per line, to the pipeline's queue.
 
@@ -291,8 +199,8 @@ def send(ctx: click.Context, source: IO[bytes], on_invalid: str, as_json: bool) 
     every order once. Every line is checked against the consumer's contract first; with
     --on-invalid skip the valid lines are sent and each invalid one is listed with its number.
     """
-    as_json = _json(ctx, as_json)
-    operator = _operator(ctx)
+    as_json = wants_json(ctx, as_json)
+    operator = operator_of(ctx)
     publisher = operator.publisher()
     fields, fields_source = operator.identity_fields()
     lines = [(number, line) for number, line in enumerate(source, start=1) if line.strip()]
@@ -356,7 +264,7 @@ def send(ctx: click.Context, source: IO[bytes], on_invalid: str, as_json: bool) 
 @click.option("--order", "order_id", help="Look up by order id instead of event id.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object (the same as the global --json).")
 @click.pass_context
-@_reported
+@reported
 def inspect(ctx: click.Context, event_id: str | None, order_id: str | None, as_json: bool) -> None:
     """What happened to an event (or an order): state record, order row, whether notified.
 
@@ -364,8 +272,8 @@ def inspect(ctx: click.Context, event_id: str | None, order_id: str | None, as_j
     """
     if (event_id is None) == (order_id is None):
         raise click.UsageError("give an EVENT_ID or --order ORDER_ID (one of them)")
-    as_json = _json(ctx, as_json)
-    operator = _operator(ctx)
+    as_json = wants_json(ctx, as_json)
+    operator = operator_of(ctx)
     result = inspect_records(
         operator.clients.dynamodb,
         operator.resources.processed_events_table,
@@ -439,10 +347,10 @@ def _held_back_note(held_back: int) -> str:
 @click.option("--event-id", help="Only the messages of this event.")
 @click.option("--order-id", help="Only the messages of this order.")
 @click.option("--body", "with_body", is_flag=True, help="Include body and attributes (with --json).")
-@click.option("--json", "as_json", is_flag=True, help=_JSON_HELP)
+@click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
 @click.option("--wait-seconds", type=click.IntRange(0, 20), default=DEFAULT_WAIT_SECONDS, show_default=True)
 @click.pass_context
-@_reported
+@reported
 def dlq_list(
     ctx: click.Context,
     max_messages: int,
@@ -454,8 +362,8 @@ def dlq_list(
     wait_seconds: int,
 ) -> None:
     """List DLQ messages with their error_code, leaving them in the queue."""
-    as_json = _json(ctx, as_json)
-    operator = _operator(ctx)
+    as_json = wants_json(ctx, as_json)
+    operator = operator_of(ctx)
     url = operator.resources.dead_letter_queue_url
     reading = peek(
         operator.clients.sqs,
@@ -493,11 +401,11 @@ def dlq_list(
 @click.option("--event-id", help="Drop the messages of this event.")
 @click.option("--order-id", help="Drop the messages of this order.")
 @click.option("--all", "everything", is_flag=True, help="Drop every message (instead of selecting).")
-@_destructive
+@destructive
 @click.option("--json", "as_json", is_flag=True, help="Each dropped message as JSON, body included (a record).")
 @click.option("--wait-seconds", type=click.IntRange(0, 20), default=DEFAULT_WAIT_SECONDS, show_default=True)
 @click.pass_context
-@_reported
+@reported
 def dlq_drop(
     ctx: click.Context,
     error_codes: tuple[str, ...],
@@ -517,9 +425,9 @@ def dlq_drop(
     selection = Selection.of(error_codes, event_id, order_id)
     if selection.everything != everything:
         raise click.UsageError("select what to drop (--error-code, --event-id, --order-id) or pass --all, not both")
-    go_ahead = _confirmed(yes=yes, dry_run=dry_run, command="dlq drop")
-    as_json = _json(ctx, as_json)
-    operator = _operator(ctx)
+    go_ahead = confirmed(yes=yes, dry_run=dry_run, command="dlq drop")
+    as_json = wants_json(ctx, as_json)
+    operator = operator_of(ctx)
     url = operator.resources.dead_letter_queue_url
     if not go_ahead:
         confirm(f"Delete {'EVERY message' if everything else 'the selected messages'} from {url} for good?")
@@ -571,13 +479,13 @@ def dlq_drop(
 @click.option("--rate", type=click.IntRange(1, 500), help="Messages per second (move task only).")
 @click.option("--wait/--no-wait", default=True, show_default=True, help="Wait until a move task ends.")
 @click.option(
-    "--timeout", default=DEFAULT_MOVE_TASK_TIMEOUT, show_default=True, callback=_seconds, help="Wait at most."
+    "--timeout", default=DEFAULT_MOVE_TASK_TIMEOUT, show_default=True, callback=seconds_option, help="Wait at most."
 )
 @click.option("--wait-seconds", type=click.IntRange(0, 20), default=DEFAULT_WAIT_SECONDS, show_default=True)
-@_destructive
+@destructive
 @click.option("--json", "as_json", is_flag=True, help="The outcome as one JSON object on stdout.")
 @click.pass_context
-@_reported
+@reported
 def redrive(
     ctx: click.Context,
     method: str,
@@ -606,9 +514,9 @@ def redrive(
         if method == "move-task":
             raise click.UsageError("selecting messages or --max-messages needs the loop (a move task moves everything)")
         method = "loop"
-    go_ahead = _confirmed(yes=yes, dry_run=dry_run, command="redrive")
-    as_json = _json(ctx, as_json)
-    operator = _operator(ctx)
+    go_ahead = confirmed(yes=yes, dry_run=dry_run, command="redrive")
+    as_json = wants_json(ctx, as_json)
+    operator = operator_of(ctx)
     sqs = operator.clients.sqs
     dlq_url = operator.resources.dead_letter_queue_url
     queue_url = operator.resources.queue_url
@@ -807,13 +715,15 @@ def _print_foreign(letters: Iterable[tuple[str, str]]) -> None:
 
 
 @cli.command()
-@click.option("--older-than", default=DEFAULT_PENDING_AGE, show_default=True, callback=_seconds, help="Minimum age.")
+@click.option(
+    "--older-than", default=DEFAULT_PENDING_AGE, show_default=True, callback=seconds_option, help="Minimum age."
+)
 @click.option("--limit", type=click.IntRange(min=1), help="At most this many, oldest first.")
 @click.option("--resend", is_flag=True, help="Re-enqueue each order, rebuilt from its row, so that it gets published.")
-@_destructive
-@click.option("--json", "as_json", is_flag=True, help=_JSON_HELP)
+@destructive
+@click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
 @click.pass_context
-@_reported
+@reported
 def pending(
     ctx: click.Context, older_than: int, limit: int | None, resend: bool, yes: bool, dry_run: bool, as_json: bool
 ) -> None:
@@ -824,9 +734,9 @@ def pending(
     same event_id: the consumer finds the pending record with the same payload, publishes it and
     marks it sent, and the row is not written again. --yes and --dry-run apply to --resend.
     """
-    go_ahead = _confirmed(yes=yes, dry_run=dry_run, command="pending --resend") if resend else True
-    as_json = _json(ctx, as_json)
-    operator = _operator(ctx)
+    go_ahead = confirmed(yes=yes, dry_run=dry_run, command="pending --resend") if resend else True
+    as_json = wants_json(ctx, as_json)
+    operator = operator_of(ctx)
     now = time.time()
     records = find_pending(
         operator.clients.dynamodb,
@@ -906,17 +816,17 @@ def _resend(publisher: OrderPublisher, order: Mapping[str, Any]) -> str | None:
 
 
 @cli.command()
-@click.option("--json", "as_json", is_flag=True, help=_JSON_HELP)
+@click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
 @click.pass_context
-@_reported
+@reported
 def pipelines(ctx: click.Context, as_json: bool) -> None:
     """List every IdempotentOrderPipeline of the stack, with its queues, tables, topic and function.
 
     Found in the stack itself: the construct marks its resources with template metadata. Pass a
     pipeline's path (or construct id) as --pipeline to the other commands.
     """
-    as_json = _json(ctx, as_json)
-    operator = _operator(ctx)
+    as_json = wants_json(ctx, as_json)
+    operator = operator_of(ctx)
     found = operator.stack.pipelines()
     if not found:
         raise OperationsError(

@@ -70,13 +70,12 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_ind
     SHARDS_OF_RELEASE,
     pending_shard,
 )
+from idempotent_order_pipeline.cli.context import Operator, confirmed, operator_of, reported, wants_json
 from idempotent_order_pipeline.cli.errors import OperationsError, describe
 from idempotent_order_pipeline.cli.output import confirm, echo
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
-
-    from idempotent_order_pipeline.cli.commands import Operator
 
 # --- kinds (the figures' keys) ----------------------------------------------------------------------
 PENDING_NOT_INDEXED = "pending_not_indexed"
@@ -418,19 +417,16 @@ def migrate(
     record being as read, so it may run beside the consumers; idempotent and resumable
     (--checkpoint, --start-key). Prints the figures at the end (--json: one object).
     """
-    # Imported here: commands imports this module to register the command.
-    from idempotent_order_pipeline.cli.commands import _confirmed, _json, _operator, _reported
-
-    go_ahead = _confirmed(yes=yes, dry_run=dry_run, command="migrate")
-    _reported(_migrate)(
-        _operator(ctx),
+    go_ahead = confirmed(yes=yes, dry_run=dry_run, command="migrate")
+    reported(_migrate)(
+        operator_of(ctx),
         start_key=start_key,
         checkpoint=checkpoint,
         page_size=page_size,
         shards=SHARDS_OF_RELEASE[rollback_to] if rollback_to else PENDING_SHARDS,
         dry_run=dry_run,
         ask=not go_ahead,
-        as_json=_json(ctx, as_json),
+        as_json=wants_json(ctx, as_json),
     )
 
 

@@ -1,6 +1,6 @@
 """``order-pipeline sandbox start|status|stop``: the local stand-in for AWS (needs the ``sandbox`` extra).
 
-The commands are a front for :mod:`order_pipeline_sandbox.control`, imported when one runs, so
+The commands are a front for :mod:`idempotent_order_pipeline.sandbox.control`, imported when one runs, so
 that the rest of the CLI works without the extra. ``start`` prints the env file's path as its last
 line (scripts take it with ``tail -n 1``); these names and that line are a contract.
 """
@@ -16,22 +16,22 @@ import click
 from idempotent_order_pipeline.cli.output import Failure, echo
 
 if TYPE_CHECKING:
-    from order_pipeline_sandbox import control
+    from idempotent_order_pipeline.sandbox import control
 
 #: The modules the ``sandbox`` extra installs that the stand-in imports first.
-SANDBOX_EXTRA_MODULES = frozenset({"moto", "werkzeug", "flask", "aws_lambda_powertools", "order_pipeline_sandbox"})
+SANDBOX_EXTRA_MODULES = frozenset({"moto", "werkzeug", "flask", "aws_lambda_powertools"})
 SANDBOX_EXTRA_HINT = (
     "order-pipeline sandbox needs the 'sandbox' extra ({missing} is not installed): "
     "pip install 'idempotent-order-pipeline[sandbox]'"
 )
-#: Mirrors of order_pipeline_sandbox.control's names, so that --help works without the extra.
+#: Mirrors of idempotent_order_pipeline.sandbox.control's names, so that --help works without the extra.
 STATE_DIR_VARIABLE = "ORDER_PIPELINE_SANDBOX_DIR"
 DEFAULT_STATE_DIR = ".order-pipeline-sandbox"
 
 
 def _control() -> Any:
     try:
-        from order_pipeline_sandbox import control
+        from idempotent_order_pipeline.sandbox import control
     except ModuleNotFoundError as exc:
         if (exc.name or "").partition(".")[0] not in SANDBOX_EXTRA_MODULES:
             raise

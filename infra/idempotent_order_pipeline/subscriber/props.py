@@ -32,10 +32,10 @@ from idempotent_order_pipeline.props import (
     MIN_RETENTION_SECONDS,
     VISIBILITY_TIMEOUT_FACTOR,
     Findings,
-    _has_type,
-    _type_name,
     as_time,
+    has_type,
     seconds,
+    type_name,
 )
 
 if TYPE_CHECKING:
@@ -131,9 +131,9 @@ def well_typed(props: SubscriberProps, findings: Findings) -> SubscriberProps:
     wrong: dict[str, Any] = {}
     for name in PROP_NAMES:
         value = getattr(props, name)
-        fits = (value is None or _is_pipeline(value)) if name == "pipeline" else _has_type(value, hints[name])
+        fits = (value is None or _is_pipeline(value)) if name == "pipeline" else has_type(value, hints[name])
         if not fits:
-            allowed = _ALLOWED_TYPE_TEXT.get(name) or _type_name(hints[name])
+            allowed = _ALLOWED_TYPE_TEXT.get(name) or type_name(hints[name])
             findings.errors.append(f"{name}={value!r} ({type(value).__name__}): allowed {allowed}")
             wrong[name] = getattr(DEFAULTS, name)
     return replace(props, **wrong) if wrong else props

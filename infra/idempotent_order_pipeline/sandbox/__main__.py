@@ -1,4 +1,4 @@
-"""``python -m order_pipeline_sandbox demo`` (``make demo``): the stand-in on this repository's app, with chaos.
+"""``python -m idempotent_order_pipeline.sandbox demo`` (``make demo``): the stand-in on this repository's app.
 
 It starts the stand-in (what ``order-pipeline sandbox start`` starts, with a crash plan), deploys
 the ``dev`` stage with the real CDK CLI, runs the chaos traffic and the SNS outage scenario, prints
@@ -21,12 +21,12 @@ from types import FrameType
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from order_pipeline_sandbox import demo, outage
-from order_pipeline_sandbox.control import StandInError
-from order_pipeline_sandbox.deploy import DEFAULT_STAGE, DeployError
-from order_pipeline_sandbox.function import DeployedFunctionError
-from order_pipeline_sandbox.poller import DEFAULT_VISIBILITY_TIMEOUT_SECONDS
-from order_pipeline_sandbox.report import render, render_outage
+from idempotent_order_pipeline.sandbox import demo, outage
+from idempotent_order_pipeline.sandbox.control import StandInError
+from idempotent_order_pipeline.sandbox.deploy import DEFAULT_STAGE, DeployError
+from idempotent_order_pipeline.sandbox.function import DeployedFunctionError
+from idempotent_order_pipeline.sandbox.poller import DEFAULT_VISIBILITY_TIMEOUT_SECONDS
+from idempotent_order_pipeline.sandbox.report import render, render_outage
 
 
 def _env_default(name: str, default: str) -> str:
@@ -34,7 +34,7 @@ def _env_default(name: str, default: str) -> str:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m order_pipeline_sandbox", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m idempotent_order_pipeline.sandbox", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("demo")
     run.add_argument("--stage", default=DEFAULT_STAGE)

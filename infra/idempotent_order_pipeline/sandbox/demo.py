@@ -25,12 +25,17 @@ from typing import Any
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract import names
 from idempotent_order_pipeline.keys import parse_identity_fields
 from idempotent_order_pipeline.powertools import LAYER_ARN_PARAMETER_ID, POWERTOOLS_LAYER_PARAMETER
-from order_pipeline_sandbox import checks, control, traffic, worked_app
-from order_pipeline_sandbox.deploy import CDK_CLI, DEFAULT_STAGE, REPO_ROOT, WORK_DIR, Deployment, deploy
-from order_pipeline_sandbox.function import DeployedFunction, QueueMapping, describe_function, describe_mapping
-from order_pipeline_sandbox.poller import DEFAULT_VISIBILITY_TIMEOUT_SECONDS
-from order_pipeline_sandbox.server import Endpoint
-from order_pipeline_sandbox.supervisor import SupervisorOptions
+from idempotent_order_pipeline.sandbox import checks, control, traffic, worked_app
+from idempotent_order_pipeline.sandbox.deploy import CDK_CLI, DEFAULT_STAGE, REPO_ROOT, WORK_DIR, Deployment, deploy
+from idempotent_order_pipeline.sandbox.function import (
+    DeployedFunction,
+    QueueMapping,
+    describe_function,
+    describe_mapping,
+)
+from idempotent_order_pipeline.sandbox.poller import DEFAULT_VISIBILITY_TIMEOUT_SECONDS
+from idempotent_order_pipeline.sandbox.server import Endpoint
+from idempotent_order_pipeline.sandbox.supervisor import SupervisorOptions
 
 #: Defaults of a run (``make demo`` reads ``DEMO_*`` variables to override them, see ``__main__``).
 DEFAULT_ORDERS = 500

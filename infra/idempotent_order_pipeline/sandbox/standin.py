@@ -1,6 +1,6 @@
 """The stand-in process: a local AWS account that runs what ``cdk deploy`` puts into it.
 
-``order-pipeline sandbox start`` runs ``python -m order_pipeline_sandbox.standin --state-dir DIR``
+``order-pipeline sandbox start`` runs ``python -m idempotent_order_pipeline.sandbox.standin --state-dir DIR``
 in the background (see :mod:`.control`). In order, it:
 
 1. starts the endpoint, a moto server on ``localhost`` in a child process (:mod:`.server`), its
@@ -32,17 +32,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
 
-from order_pipeline_sandbox.cdk_cli import QUIET_CDK_CLI
-from order_pipeline_sandbox.control import StateDir
-from order_pipeline_sandbox.deploy import (
+from idempotent_order_pipeline.sandbox.cdk_cli import QUIET_CDK_CLI
+from idempotent_order_pipeline.sandbox.control import StateDir
+from idempotent_order_pipeline.sandbox.deploy import (
     DeployError,
     bootstrap,
     find_cdk_cli,
     publish_powertools_layer,
     publish_powertools_parameter,
 )
-from order_pipeline_sandbox.server import Endpoint, SandboxServerProcess
-from order_pipeline_sandbox.supervisor import Supervisor, SupervisorOptions
+from idempotent_order_pipeline.sandbox.server import Endpoint, SandboxServerProcess
+from idempotent_order_pipeline.sandbox.supervisor import Supervisor, SupervisorOptions
 
 
 def env_file_text(endpoint: Endpoint) -> str:
@@ -64,7 +64,7 @@ def log(message: str) -> None:
 
 def _parser() -> argparse.ArgumentParser:
     defaults = SupervisorOptions()
-    parser = argparse.ArgumentParser(prog="python -m order_pipeline_sandbox.standin", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m idempotent_order_pipeline.sandbox.standin", description=__doc__)
     parser.add_argument("--state-dir", type=Path, required=True)
     parser.add_argument("--cdk", default=None)
     parser.add_argument("--concurrency", type=int, default=defaults.concurrency)

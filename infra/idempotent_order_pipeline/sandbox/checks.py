@@ -34,8 +34,8 @@ from typing import Any
 from boto3.dynamodb.types import TypeDeserializer
 
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract import names
-from order_pipeline_sandbox.server import Endpoint
-from order_pipeline_sandbox.traffic import ACCEPTED_KINDS, PlannedMessage, TrafficPlan
+from idempotent_order_pipeline.sandbox.server import Endpoint
+from idempotent_order_pipeline.sandbox.traffic import ACCEPTED_KINDS, PlannedMessage, TrafficPlan
 
 #: The ``error_code`` shown for messages the queue's redrive policy moved (they carry none).
 REDRIVEN = "(redrive: maxReceiveCount)"

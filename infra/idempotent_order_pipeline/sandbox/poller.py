@@ -38,15 +38,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from order_pipeline_sandbox.function import QueueMapping
-from order_pipeline_sandbox.lambda_runtime import (
+from idempotent_order_pipeline.sandbox.function import QueueMapping
+from idempotent_order_pipeline.sandbox.lambda_runtime import (
     TIMEOUT_GRACE_SECONDS,
     CrashOrder,
     FunctionError,
     FunctionProcess,
     Invocation,
 )
-from order_pipeline_sandbox.server import Endpoint
+from idempotent_order_pipeline.sandbox.server import Endpoint
 
 #: Default visibility timeout of a received batch, shortened from the queue's for the demo.
 DEFAULT_VISIBILITY_TIMEOUT_SECONDS = 3

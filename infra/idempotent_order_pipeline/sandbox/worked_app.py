@@ -26,9 +26,9 @@ from typing import Any
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract import names
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.errors import SchemaViolationError
 from idempotent_order_pipeline.producer import OrderPublisher, deployed_order_schema
-from order_pipeline_sandbox.checks import SCHEMA_VIOLATION, EndpointState, peek_queue
-from order_pipeline_sandbox.server import Endpoint
-from order_pipeline_sandbox.traffic import PlannedMessage
+from idempotent_order_pipeline.sandbox.checks import SCHEMA_VIOLATION, EndpointState, peek_queue
+from idempotent_order_pipeline.sandbox.server import Endpoint
+from idempotent_order_pipeline.sandbox.traffic import PlannedMessage
 
 SHIPMENT_COUNTERS_TABLE_OUTPUT = "ShipmentCountersTableName"
 FULFILMENT_QUEUE_URL_OUTPUT = "FulfilmentQueueUrl"

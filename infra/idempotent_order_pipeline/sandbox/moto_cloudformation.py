@@ -1,7 +1,7 @@
 """The stand-in's CloudFormation fixes for moto 5.2.5: what real apps need of ``cdk deploy``.
 
 Each fix names moto's behaviour and real CloudFormation's; ``docs/sandbox.md`` says which belong
-upstream. :func:`apply` installs them (through :func:`order_pipeline_sandbox.moto_patches.apply`),
+upstream. :func:`apply` installs them (through :func:`idempotent_order_pipeline.sandbox.moto_patches.apply`),
 :func:`revert` restores moto. Everything the stand-in's CloudFormation does on its own (a rollback,
 a skipped resource, a refused one) is logged to :data:`LOGGER`, which the server writes to its log file.
 
@@ -76,7 +76,7 @@ from moto.sqs.models import sqs_backends
 
 #: Where the stand-in says what its CloudFormation did beyond moto (rollbacks, skipped and refused
 #: resources). The server sends it to its log file.
-LOGGER = logging.getLogger("order_pipeline_sandbox.cloudformation")
+LOGGER = logging.getLogger("idempotent_order_pipeline.sandbox.cloudformation")
 
 #: Types moto does not implement and the stand-in skips: none changes what the stand-in runs (it
 #: raises no alarm, keeps no metric, enforces no resource policy, invokes nothing asynchronously).

@@ -51,8 +51,8 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from order_pipeline_sandbox.function import DeployedFunction
-    from order_pipeline_sandbox.server import Endpoint
+    from idempotent_order_pipeline.sandbox.function import DeployedFunction
+    from idempotent_order_pipeline.sandbox.server import Endpoint
 
 #: Lambda's limit for the init phase (import of the handler module).
 INIT_TIMEOUT_SECONDS = 10.0

@@ -34,8 +34,8 @@ from typing import Any
 from urllib.parse import urlparse
 
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract import names
-from order_pipeline_sandbox.deploy import Deployment, Layer
-from order_pipeline_sandbox.server import Endpoint
+from idempotent_order_pipeline.sandbox.deploy import Deployment, Layer
+from idempotent_order_pipeline.sandbox.server import Endpoint
 
 #: The function response type that makes the handler's ``batchItemFailures`` count.
 REPORT_BATCH_ITEM_FAILURES = "ReportBatchItemFailures"

@@ -81,7 +81,7 @@ from moto.dynamodb.models.table import Table
 from moto.sqs import models as sqs_models
 from moto.ssm.models import SimpleSystemManagerBackend
 
-from order_pipeline_sandbox import moto_cloudformation
+from idempotent_order_pipeline.sandbox import moto_cloudformation
 
 #: The moto version whose ``transact_write_items`` this module re-implements. Another version may
 #: have changed the method; re-read it before widening this.
@@ -317,7 +317,7 @@ def apply() -> None:
     """Install the fixes (idempotent). Raises RuntimeError on a moto version it was not written for."""
     if moto.__version__ != PATCHED_MOTO_VERSION:
         raise RuntimeError(
-            f"order_pipeline_sandbox.moto_patches re-implements moto {PATCHED_MOTO_VERSION}'s "
+            f"idempotent_order_pipeline.sandbox.moto_patches re-implements moto {PATCHED_MOTO_VERSION}'s "
             f"transact_write_items; moto {moto.__version__} is installed. Re-read "
             "moto/dynamodb/models/__init__.py and update the patch (or drop it if moto fixed it)."
         )

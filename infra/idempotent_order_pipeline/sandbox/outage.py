@@ -28,12 +28,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract import names
-from order_pipeline_sandbox import checks, traffic
-from order_pipeline_sandbox.function import RECONCILER_HANDLER, describe_function, find_function_by_handler
-from order_pipeline_sandbox.lambda_runtime import FunctionProcess
+from idempotent_order_pipeline.sandbox import checks, traffic
+from idempotent_order_pipeline.sandbox.function import RECONCILER_HANDLER, describe_function, find_function_by_handler
+from idempotent_order_pipeline.sandbox.lambda_runtime import FunctionProcess
 
 if TYPE_CHECKING:
-    from order_pipeline_sandbox.demo import Sandbox
+    from idempotent_order_pipeline.sandbox.demo import Sandbox
 
 #: Defaults of the scenario.
 DEFAULT_OUTAGE_ORDERS = 20

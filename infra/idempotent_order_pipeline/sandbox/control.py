@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from order_pipeline_sandbox.deploy import Layer
-from order_pipeline_sandbox.server import Endpoint
-from order_pipeline_sandbox.supervisor import SupervisorOptions
+from idempotent_order_pipeline.sandbox.deploy import Layer
+from idempotent_order_pipeline.sandbox.server import Endpoint
+from idempotent_order_pipeline.sandbox.supervisor import SupervisorOptions
 
 #: The state directory when neither ``--state-dir`` nor the variable names one (relative to the cwd).
 DEFAULT_STATE_DIR = Path(".order-pipeline-sandbox")
@@ -168,7 +168,13 @@ def start(
             return already, False
         for stale in (state_dir.state_file, state_dir.env_file, state_dir.status_file):
             stale.unlink(missing_ok=True)
-        command = [sys.executable, "-m", "order_pipeline_sandbox.standin", "--state-dir", str(state_dir.path)]
+        command = [
+            sys.executable,
+            "-m",
+            "idempotent_order_pipeline.sandbox.standin",
+            "--state-dir",
+            str(state_dir.path),
+        ]
         command += ["--concurrency", str(options.concurrency), "--visibility-timeout", str(options.visibility_timeout)]
         command += ["--crash-rate", str(options.crash_rate), "--seed", str(options.seed)]
         if cdk:

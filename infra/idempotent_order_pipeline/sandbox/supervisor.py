@@ -32,18 +32,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from order_pipeline_sandbox.chaos import RandomCrashes
-from order_pipeline_sandbox.deploy import Layer
-from order_pipeline_sandbox.function import (
+from idempotent_order_pipeline.sandbox.chaos import RandomCrashes
+from idempotent_order_pipeline.sandbox.deploy import Layer
+from idempotent_order_pipeline.sandbox.function import (
     CONSUMER_HANDLER,
     DeployedFunction,
     QueueMapping,
     queue_mapping,
     read_function,
 )
-from order_pipeline_sandbox.lambda_runtime import FunctionProcess
-from order_pipeline_sandbox.poller import DEFAULT_VISIBILITY_TIMEOUT_SECONDS, CrashPlan, SqsPoller
-from order_pipeline_sandbox.server import Endpoint
+from idempotent_order_pipeline.sandbox.lambda_runtime import FunctionProcess
+from idempotent_order_pipeline.sandbox.poller import DEFAULT_VISIBILITY_TIMEOUT_SECONDS, CrashPlan, SqsPoller
+from idempotent_order_pipeline.sandbox.server import Endpoint
 
 #: Seconds between two reads of the deployed mappings and schedules.
 DEFAULT_INTERVAL_SECONDS = 1.0

@@ -7,7 +7,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from order_pipeline_sandbox.lambda_runtime import CrashOrder
+from idempotent_order_pipeline.sandbox.lambda_runtime import CrashOrder
 
 
 class RandomCrashes:

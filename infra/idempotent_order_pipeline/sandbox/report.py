@@ -8,9 +8,9 @@ from rich.console import Console, Group
 from rich.panel import Panel
 from rich.table import Table
 
-from order_pipeline_sandbox.checks import REDRIVEN
-from order_pipeline_sandbox.demo import ChaosRun
-from order_pipeline_sandbox.outage import OutageRun, as_rows
+from idempotent_order_pipeline.sandbox.checks import REDRIVEN
+from idempotent_order_pipeline.sandbox.demo import ChaosRun
+from idempotent_order_pipeline.sandbox.outage import OutageRun, as_rows
 
 
 def _row(table: Table, name: str, value: Any, expectation: str = "", ok: bool | None = None) -> None:

@@ -41,7 +41,7 @@ from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoReque
 from moto.sqs.models import Queue
 from werkzeug.serving import BaseWSGIServer, make_server
 
-from order_pipeline_sandbox import moto_cloudformation, moto_patches
+from idempotent_order_pipeline.sandbox import moto_cloudformation, moto_patches
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
@@ -227,7 +227,7 @@ class SandboxServer:
 
 
 class SandboxServerProcess:
-    """The endpoint in a child process (``python -m order_pipeline_sandbox.server``).
+    """The endpoint in a child process (``python -m idempotent_order_pipeline.sandbox.server``).
 
     The child binds a free port on ``localhost`` and prints it; it exits on SIGTERM, and when its
     stdin closes, so that it dies with this process even if this one is killed. It ignores SIGINT:
@@ -255,7 +255,7 @@ class SandboxServerProcess:
         log = open(self._log_path, "a") if self._log_path else subprocess.DEVNULL  # noqa: SIM115
         try:
             self._process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
-                [sys.executable, "-m", "order_pipeline_sandbox.server", "--region", self._region],
+                [sys.executable, "-m", "idempotent_order_pipeline.sandbox.server", "--region", self._region],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=log,
@@ -353,7 +353,7 @@ def _serve(region: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m order_pipeline_sandbox.server``: serve until SIGTERM or stdin EOF (SIGINT is ignored)."""
+    """``python -m idempotent_order_pipeline.sandbox.server``: serve until SIGTERM or stdin EOF (SIGINT is ignored)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--region", default=REGION)
     args = parser.parse_args(argv)
