@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from idempotent_order_pipeline.sandbox.deploy import Layer
+from idempotent_order_pipeline.sandbox.paths import python_path
 from idempotent_order_pipeline.sandbox.server import Endpoint
 from idempotent_order_pipeline.sandbox.supervisor import SupervisorOptions
 
@@ -137,13 +138,6 @@ def _locked(state_dir: StateDir) -> Iterator[None]:
         yield
 
 
-def _package_root_path() -> str:
-    """``PYTHONPATH`` with the directory holding this package first (a source checkout; harmless installed)."""
-    root = str(Path(__file__).resolve().parents[1])
-    existing = os.environ.get("PYTHONPATH")
-    return root if not existing else os.pathsep.join([root, existing])
-
-
 def _log_tail(path: Path, lines: int = 25) -> str:
     with contextlib.suppress(OSError):
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
@@ -187,7 +181,7 @@ def start(
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                env={**environment, "PYTHONPATH": _package_root_path()},
+                env={**environment, "PYTHONPATH": python_path()},
                 start_new_session=True,
             )
         deadline = time.monotonic() + timeout

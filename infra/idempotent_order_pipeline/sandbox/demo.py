@@ -26,13 +26,14 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.contract import name
 from idempotent_order_pipeline.keys import parse_identity_fields
 from idempotent_order_pipeline.powertools import LAYER_ARN_PARAMETER_ID, POWERTOOLS_LAYER_PARAMETER
 from idempotent_order_pipeline.sandbox import checks, control, traffic, worked_app
-from idempotent_order_pipeline.sandbox.deploy import CDK_CLI, DEFAULT_STAGE, REPO_ROOT, WORK_DIR, Deployment, deploy
+from idempotent_order_pipeline.sandbox.deploy import CDK_CLI, DEFAULT_STAGE, WORK_DIR, Deployment, deploy
 from idempotent_order_pipeline.sandbox.function import (
     DeployedFunction,
     QueueMapping,
     describe_function,
     describe_mapping,
 )
+from idempotent_order_pipeline.sandbox.paths import REPO_ROOT
 from idempotent_order_pipeline.sandbox.poller import DEFAULT_VISIBILITY_TIMEOUT_SECONDS
 from idempotent_order_pipeline.sandbox.server import Endpoint
 from idempotent_order_pipeline.sandbox.supervisor import SupervisorOptions

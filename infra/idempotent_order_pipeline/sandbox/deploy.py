@@ -27,10 +27,9 @@ from typing import Any
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.names import STACK_OUTPUTS
 from idempotent_order_pipeline.powertools import POWERTOOLS_LAYER_PARAMETER
 from idempotent_order_pipeline.sandbox.cdk_cli import cdk_cli_environment
+from idempotent_order_pipeline.sandbox.paths import REPO_ROOT
 from idempotent_order_pipeline.sandbox.server import ACCOUNT, Endpoint
 
-#: The repository root (this package lives in ``infra/idempotent_order_pipeline/sandbox``).
-REPO_ROOT = Path(__file__).resolve().parents[2]
 #: Working files of the sandbox (git-ignored): the layer zip cache, and one directory per run.
 WORK_DIR = REPO_ROOT / ".sandbox"
 #: The CDK CLI pinned in package.json (``npm ci`` installs it; ``npx`` would look in the cwd only).

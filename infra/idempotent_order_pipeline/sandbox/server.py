@@ -42,6 +42,7 @@ from moto.sqs.models import Queue
 from werkzeug.serving import BaseWSGIServer, make_server
 
 from idempotent_order_pipeline.sandbox import moto_cloudformation, moto_patches
+from idempotent_order_pipeline.sandbox.paths import python_path
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
@@ -260,7 +261,7 @@ class SandboxServerProcess:
                 stdout=subprocess.PIPE,
                 stderr=log,
                 text=True,
-                env={**os.environ, "PYTHONPATH": _package_root()},
+                env={**os.environ, "PYTHONPATH": python_path()},
             )
         finally:
             if log is not subprocess.DEVNULL:
@@ -310,13 +311,6 @@ class SandboxServerProcess:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.stop()
-
-
-def _package_root() -> str:
-    """The directory holding this package (it is not installed: it is a development tool)."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    existing = os.environ.get("PYTHONPATH")
-    return root if not existing else os.pathsep.join([root, existing])
 
 
 def log_to_stderr() -> None:
