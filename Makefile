@@ -238,6 +238,10 @@ lock: ## Write requirements-dev.lock, -checkov.lock, -parliament.lock, -min.lock
 	    --output-file requirements-$$name.lock requirements-$$name.txt; \
 	done
 
+.PHONY: docs
+docs: $(STAMP) ## Write the props tables of docs/construct.md and docs/subscriber.md from the props' declarations
+	$(BIN)/python tools/props_docs.py
+
 .PHONY: format
 format: $(STAMP) ## Apply ruff's formatter and fixes
 	$(BIN)/ruff format .

@@ -25,7 +25,6 @@ from aws_cdk import (
     aws_iam,
     aws_kms,
     aws_lambda,
-    aws_lambda_event_sources,
     aws_logs,
     aws_sns,
     aws_sqs,
@@ -55,10 +54,12 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_ind
     ORDER_ROW_ATTRIBUTES,
     PENDING_INDEX_NAME,
 )
+from idempotent_order_pipeline.core import props as core_props
+from idempotent_order_pipeline.core import sqs_function
+from idempotent_order_pipeline.core.props import WARNING_PREFIX, Findings
 from idempotent_order_pipeline.discovery import mark as mark_for_discovery
 from idempotent_order_pipeline.props import (
     DEFAULTS,
-    Findings,
     PipelineProps,
     derived_reconcile_after,
     validate,
@@ -68,11 +69,17 @@ from idempotent_order_pipeline.props import (
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-#: Prefix of the warning annotations this construct adds (acknowledge them with this prefix + id).
-WARNING_PREFIX = "idempotent-order-pipeline"
 # SNS SSE without a customer key: the AWS managed key for SNS (its key policy lets principals of
 # the account use it through SNS, so nothing to grant).
 AWS_MANAGED_SNS_KEY = "alias/aws/sns"
+#: What the standard alarms (core.sqs_function.STANDARD_ALARMS) mean for the pipeline.
+STANDARD_ALARM_MEANINGS = {
+    "dead_letter_queue_not_empty": "Messages are parked in the dead-letter queue: invalid, conflicting or repeatedly "
+    "failing orders.",
+    "oldest_message_too_old": "The oldest order waiting in the queue is older than the threshold: the consumer is "
+    "behind or failing.",
+    "function_errors": "The consumer function fails whole invocations (crash, timeout, configuration).",
+}
 #: With ``snap_start``: the alias the event source mapping invokes.
 FUNCTION_ALIAS_NAME = "live"
 #: The only subscription protocol an SNS FIFO topic delivers to (SQS FIFO or standard queues; SNS
@@ -171,166 +178,13 @@ class IdempotentOrderPipeline(Construct):
     listing what the caller guarantees; acknowledge it with
     ``Annotations.of(pipeline).acknowledge_warning(id)`` once checked.
 
+    Every prop is keyword-only; the ``:param`` lines of the props below are made from their
+    declarations in :class:`~idempotent_order_pipeline.props.PipelineProps` (the one place each prop's
+    default, type and doc are written).
+
     :param scope: the parent construct.
     :param construct_id: the construct id. It is part of every logical id: changing it replaces the
         tables and queues.
-    :param fifo: a FIFO queue, FIFO dead-letter queue and FIFO topic (content-based deduplication
-        off: the handler sends group and deduplication ids itself). Default: False (standard).
-    :param batch_size: records per Lambda invocation, 1..10 for FIFO, 1..10000 otherwise (above 10
-        needs ``max_batching_window``). Default: 10.
-    :param max_batching_window: how long Lambda gathers records before invoking. Not supported for
-        FIFO. Default: None (invoke as soon as records are available).
-    :param max_concurrency: the most concurrent invocations the event source may start, 2..1000.
-        Default: None (Lambda's own scaling, up to the account limit).
-    :param max_receive_count: deliveries before SQS moves a message to the dead-letter queue, at
-        least 1; below 5 adds a warning. Default: 5.
-    :param function_timeout: the Lambda timeout. Default: 30 seconds.
-    :param memory_size: the Lambda memory in MB. Default: 1769 (one full vCPU; chosen by `make bench`'s memory sweep).
-    :param visibility_timeout: the queue's visibility timeout, at least ``function_timeout``;
-        below 6x ``function_timeout`` adds a warning. Default: None (6x ``function_timeout`` plus
-        ``max_batching_window``, AWS's advice for SQS event sources).
-    :param retention_period: how long the queue keeps a message, less than the dead-letter queue's
-        fixed 14 days. Default: 4 days.
-    :param max_message_size: the queue's maximum message size in bytes (body and attributes, as SQS
-        counts them), from 1024 to 262144. Default: 262144 (256 KiB, the largest message the consumer is
-        built and tested for). The dead-letter queue's is fixed at 1 MiB, so every message the queue
-        accepts can be parked whole with its reason.
-    :param record_retention: how long an idempotency record lives after its notification was sent
-        (``RECORD_TTL_SECONDS``: the ``sent`` mark sets ``ttl``; a ``pending`` record never expires);
-        must exceed ``retention_period`` + 14 days, so a record outlives every copy of its message.
-        Default: 30 days.
-    :param identity_fields: the body fields whose values make the idempotency key when a message
-        has neither ``event_id`` nor an ``idempotency_key`` attribute (``IDENTITY_FIELDS``).
-        Default: ('order_id',) (``order_consumer.contract.keys.DEFAULT_IDENTITY_FIELDS``).
-    :param service_name: ``POWERTOOLS_SERVICE_NAME``, the logs' service and the outcome metrics'
-        ``service`` dimension, which the alarms filter on; two pipelines of one app in the same
-        account and region may not share it (synth error). Default: None (the stack name and this
-        construct's path in the stack, e.g. ``dev-OrderPipeline-Pipeline``: unique per deployment,
-        so two stages in one account never trip each other's alarms).
-    :param metrics_namespace: ``POWERTOOLS_METRICS_NAMESPACE``. Default: 'IdempotentOrderPipeline'.
-    :param encryption_key: a customer managed KMS key for the queues, topic, tables and the
-        function's log group (the key policy gets a statement letting this region's CloudWatch Logs
-        use it for this account's log groups; an imported key's owner must add it). Default:
-        None (SQS-managed SSE on the queues, the AWS managed ``alias/aws/sns`` key on the topic,
-        AWS owned keys on the tables).
-    :param removal_policy: what happens to the tables, queues, topic and log group the construct
-        creates when they leave the stack: DESTROY, RETAIN or RETAIN_ON_UPDATE_OR_DELETE (SNAPSHOT is
-        an error: none of them can be snapshotted). Table deletion protection follows the policy the
-        stack ends up with, including ``RemovalPolicies.of(...)`` applied later: on unless deleted.
-        Default: RemovalPolicy.RETAIN.
-    :param log_retention: how long the function's log group keeps logs.
-        Default: RetentionDays.ONE_MONTH.
-    :param powertools_layer: the layer providing Powertools for AWS Lambda (Python). Default: None
-        (the official public layer of the pinned version, arm64, Python 3.14, its ARN read at
-        deploy from Powertools' public SSM parameter through the stack parameter
-        ``PowertoolsLayerArn``; an error in a region of aws-cn or aws-us-gov, which have no such
-        parameter; see ``idempotent_order_pipeline.powertools``).
-    :param alarm_actions: actions (``aws_cloudwatch_actions.SnsAction``, ``LambdaAction``, any
-        ``IAlarmAction``) every alarm runs when it fires and, with ``ok_actions``, when it clears.
-        Default: () (alarms without actions).
-    :param ok_actions: run the same actions on OK, so a pager incident resolves itself.
-        Default: True.
-    :param alarm_name_prefix: every alarm is named ``<prefix>-<key>`` (the key in ``alarms``);
-        alarm names are unique per account and region, so two pipelines there need two prefixes
-        (changing it replaces the alarms, which hold no state). Default: None (the service name,
-        see ``service_name``, unique per stack and construct path).
-    :param runbook_url: the runbook every alarm's description links, next to what it means.
-        Default: None (the description names this library's runbook, in docs/operations.md; a warning
-        when the alarms have actions).
-    :param alarm_overrides: per alarm key (``monitoring.ALARM_KEYS``): False to not create it, or an
-        ``AlarmThreshold(threshold=, evaluation_periods=, datapoints_to_alarm=)``. Default: None
-        (every alarm, with its own threshold).
-    :param dashboard: create the CloudWatch dashboard (3 USD a month beyond an account's 3 free
-        ones). Default: True.
-    :param create_alarms: create the CloudWatch alarms. False: create none, and monitor the
-        pipeline with your own tool from ``alarm_definitions`` (each alarm's metric, threshold,
-        periods and description; docs/operations.md shows cdk-monitoring-constructs'
-        ``MonitoringFacade``). Default: True.
-    :param event_source_metrics: the event source mapping's ``EventCount`` metrics (polled,
-        filtered out, invoked, failed, deleted; billed as custom metrics), on the dashboard and
-        behind the ``messages_polled_not_deleted`` alarm. Default: True.
-    :param oldest_message_age_threshold: the queue age above which the backlog alarm fires, less
-        than ``retention_period``. Default: 15 minutes.
-    :param alarm_evaluation_periods: consecutive breaching minutes before a sustained alarm (age,
-        errors, throttles) fires; event alarms fire on the first. Default: 3.
-    :param existing_queue: use this queue (``IQueue``) instead of creating one. Requires
-        ``existing_dead_letter_queue``; it must redrive there, have a visibility timeout of at
-        least ``function_timeout`` (6x recommended) and match ``fifo``. Default: None (created).
-    :param existing_dead_letter_queue: use this queue as the dead-letter queue (the handler also
-        parks permanent failures there); it must match ``fifo`` and keep messages longer than the
-        queue. Default: None (created, 14 days retention).
-    :param existing_topic: announce orders on this topic (``ITopic``); it must match ``fifo``.
-        Default: None (created).
-    :param existing_processed_events_table: use this table (``ITable``) for idempotency records:
-        partition key ``event_id`` (S), no sort key, TTL on ``ttl``. Default: None (created).
-    :param existing_order_records_table: use this table for orders: partition key ``order_id``
-        (S), no sort key. Default: None (created).
-    :param queue_props: ``aws_sqs.QueueProps`` keywords (a mapping or the struct) merged over the
-        queue's defaults, e.g. ``{"receive_message_wait_time": Duration.seconds(20)}``; keys another
-        prop owns (``visibility_timeout``, ``fifo``, ...) and turning encryption or TLS off are
-        errors. Default: None (the defaults above).
-    :param dead_letter_queue_props: the same for the dead-letter queue (its ``retention_period``
-        must stay longer than the queue's). Default: None.
-    :param table_props: ``aws_dynamodb.TableProps`` keywords merged over the defaults of the tables it creates
-        (billing mode, table class, contributor insights, ...); key schema, TTL, encryption and
-        removal keys are errors; turning point-in-time recovery off adds a warning. Default: None.
-    :param topic_props: ``aws_sns.TopicProps`` keywords merged over the topic's defaults; ``fifo``,
-        ``master_key`` and ``fifo_throughput_scope`` are errors, so is ``enforce_ssl=False``.
-        Default: None.
-    :param function_props: ``aws_lambda.FunctionOptions`` keywords merged over the function's
-        defaults (description, ephemeral storage, log format, ...); the handler's contract (code,
-        runtime, environment, role, ...) and keys another prop owns are errors. Default: None.
-    :param vpc: run the function in this VPC. Its calls must still reach DynamoDB, SNS and SQS:
-        through ``create_vpc_endpoints`` or the caller's NAT or endpoints. Default: None (no VPC).
-    :param vpc_subnets: the subnets of ``vpc`` for the function (and the endpoints). Default: None
-        (the VPC's private subnets, as aws_lambda.Function chooses).
-    :param security_groups: the function's security groups. Default: None (one created, all
-        outbound allowed).
-    :param create_vpc_endpoints: create a DynamoDB gateway endpoint and SNS and SQS interface
-        endpoints (private DNS, HTTPS from the function only) in ``vpc``. Default: False (reaching
-        the services is the caller's job).
-    :param reserved_concurrency: reserved concurrent executions of the function, at least 1.
-        Default: None (the account's unreserved pool).
-    :param fifo_high_throughput: FIFO high throughput: the queues deduplicate and throttle per
-        message group, the topic's throughput scope is the message group. Requires ``fifo``.
-        Default: False (per-queue and per-topic limits).
-    :param provisioned_pollers: provisioned mode for the event source mapping
-        (``aws_lambda.ProvisionedPollerConfig``, 2..200 minimum and 2..2000 maximum pollers);
-        excludes ``max_concurrency``. Default: None (on-demand polling).
-    :param tracing: X-Ray active tracing on the function (and its X-Ray permissions). The
-        handler does not instrument its AWS calls, so traces show the invocation only.
-        Default: False (no tracing, no X-Ray permissions).
-    :param snap_start: Lambda SnapStart: each deployment that changes the function publishes a
-        version whose initialized environment Lambda snapshots; the alias ``function_alias``
-        (``live``) points at it and the queue's event source mapping invokes the alias, so cold
-        starts resume from the snapshot. After a restore the handler makes new AWS clients and a
-        new random seed (``order_consumer.snapstart``). Python SnapStart bills snapshot caching and
-        each restore. Default: False (no version, no alias; the mapping invokes ``$LATEST``).
-    :param reconcile_every: how often the reconciler (a second function, ``reconciliation.function``) notifies
-        records left ``pending`` with no copy of their message to redeliver them (the DLQ was
-        dropped or expired); a whole number of minutes, or None for no reconciler. At most what
-        CloudWatch lets the reconciler's alarms evaluate (84 hours with the default alarms: 7 days for
-        ``pending_too_old``'s two runs per period). Default: 5 minutes.
-    :param reconcile_after: how long a record must have been ``pending`` before the reconciler
-        notifies it; at least ``visibility_timeout`` x ``max_receive_count``, the longest a normal
-        redelivery of the message can still come, so the reconciler never races one by design.
-        The ``pending_too_old`` alarm fires above this plus two runs. Default: None (15 minutes, or
-        ``visibility_timeout`` x ``max_receive_count`` when that is longer).
-    :param order_schema: a JSON Schema (a dict; draft 2020-12, draft-07, -06 or -04) every order
-        must match: checked at synth (an invalid schema is a ``ValueError`` naming ``order_schema``
-        and the schema path), compiled into the function's code (no environment size limit), and
-        enforced by the consumer before any write: an order that breaks it is parked in the DLQ at
-        once with ``error_code=SCHEMA_VIOLATION`` (the ``SchemaViolations`` metric and the
-        ``schema_violations`` alarm). The producer client and ``order-pipeline send`` run the same
-        check before sending. Default: None (no schema: any order the message contract accepts).
-    :param notification_attributes: order field paths (``country``, dotted into objects:
-        ``customer.tier``) copied into every notification as SNS message attributes named by the
-        path, for subscription filter policies (:meth:`add_subscription`): String, Number or
-        String.Array (a JSON array); an absent field or one SNS cannot carry is left out. At most 8
-        (SNS delivers 10 to SQS, ``event_id`` and ``order_id`` among them). Default: () (the two ids only).
-    :param notification_body: ``"thin"``: ``{event_id, order_id, payload_sha256}``; ``"order"``: the
-        whole stored order (with those three fields) when the notification fits SNS's 256 KiB, else
-        the thin body. Default: 'thin'.
     :param alarm_action: deprecated, use ``alarm_actions=[aws_cloudwatch_actions.SnsAction(topic)]``
         (a ``DeprecationWarning`` says so); the topic's ``SnsAction`` is added to ``alarm_actions``.
         Default: None.
@@ -395,8 +249,60 @@ class IdempotentOrderPipeline(Construct):
         notification_body: str = DEFAULTS.notification_body,
         alarm_action: aws_sns.ITopic | None = None,
     ) -> None:
-        # Only the parameters are bound yet: locals() holds the props exactly as given.
-        props = PipelineProps.from_arguments(locals())
+        props = PipelineProps(
+            fifo=fifo,
+            batch_size=batch_size,
+            max_batching_window=max_batching_window,
+            max_concurrency=max_concurrency,
+            max_receive_count=max_receive_count,
+            function_timeout=function_timeout,
+            memory_size=memory_size,
+            visibility_timeout=visibility_timeout,
+            retention_period=retention_period,
+            max_message_size=max_message_size,
+            record_retention=record_retention,
+            identity_fields=identity_fields,
+            service_name=service_name,
+            metrics_namespace=metrics_namespace,
+            encryption_key=encryption_key,
+            removal_policy=removal_policy,
+            log_retention=log_retention,
+            powertools_layer=powertools_layer,
+            alarm_actions=alarm_actions,
+            ok_actions=ok_actions,
+            alarm_name_prefix=alarm_name_prefix,
+            runbook_url=runbook_url,
+            alarm_overrides=alarm_overrides,
+            dashboard=dashboard,
+            create_alarms=create_alarms,
+            event_source_metrics=event_source_metrics,
+            oldest_message_age_threshold=oldest_message_age_threshold,
+            alarm_evaluation_periods=alarm_evaluation_periods,
+            existing_queue=existing_queue,
+            existing_dead_letter_queue=existing_dead_letter_queue,
+            existing_topic=existing_topic,
+            existing_processed_events_table=existing_processed_events_table,
+            existing_order_records_table=existing_order_records_table,
+            queue_props=queue_props,
+            dead_letter_queue_props=dead_letter_queue_props,
+            table_props=table_props,
+            topic_props=topic_props,
+            function_props=function_props,
+            vpc=vpc,
+            vpc_subnets=vpc_subnets,
+            security_groups=security_groups,
+            create_vpc_endpoints=create_vpc_endpoints,
+            reserved_concurrency=reserved_concurrency,
+            fifo_high_throughput=fifo_high_throughput,
+            provisioned_pollers=provisioned_pollers,
+            tracing=tracing,
+            snap_start=snap_start,
+            reconcile_every=reconcile_every,
+            reconcile_after=reconcile_after,
+            order_schema=order_schema,
+            notification_attributes=notification_attributes,
+            notification_body=notification_body,
+        )
         super().__init__(scope, construct_id)
         if alarm_action is not None:
             props = replace(props, alarm_actions=(*props.alarm_actions, _deprecated_alarm_action(alarm_action)))
@@ -427,9 +333,15 @@ class IdempotentOrderPipeline(Construct):
         watched = self._monitored_resources()
         self.alarm_factory = monitoring.AlarmFactory(self, self._alarm_settings())
         """Makes every alarm alike (name prefix, runbook, actions, overrides); sub-constructs add theirs here."""
-        monitoring.create_alarms(
-            self.alarm_factory, watched, oldest_message_age_threshold=props.oldest_message_age_threshold
+        sqs_function.add_standard_alarms(
+            self.alarm_factory,
+            queue=self.queue,
+            dead_letter_queue=self.dead_letter_queue,
+            function=self.function,
+            oldest_message_age_threshold=props.oldest_message_age_threshold,
+            meanings=STANDARD_ALARM_MEANINGS,
         )
+        monitoring.create_alarms(self.alarm_factory, watched)
         self.reconciliation: reconciliation.Reconciliation | None = self._create_reconciliation()
         """The scheduled reconciler (function, rule, ``pending_too_old`` and ``reconciler_errors`` alarms); None
         with ``reconcile_every=None``."""
@@ -456,12 +368,8 @@ class IdempotentOrderPipeline(Construct):
         if props.powertools_layer is None and (layer_problem := powertools.default_layer_problem(self)):
             findings.errors.append(layer_problem)
         self._check_service_name_unique(findings)
-        if findings.errors:
-            problems = "\n".join(f"  - {error}" for error in findings.errors)
-            raise ValueError(f"IdempotentOrderPipeline {self.node.path}: invalid props:\n{problems}")
+        core_props.report(self, "IdempotentOrderPipeline", findings)
         _SERVICE_NAMES.setdefault(self.node.root, {})[self._service_name_key()] = self.node.path
-        for warning_id, message in findings.warnings:
-            Annotations.of(self).add_warning_v2(f"{WARNING_PREFIX}:{warning_id}", message)
 
     def _check_service_name_unique(self, findings: Findings) -> None:
         """Two pipelines of one app in one account and region may not share a service name."""
@@ -525,18 +433,16 @@ class IdempotentOrderPipeline(Construct):
     def _dead_letter_queue(self) -> aws_sqs.IQueue:
         if self._props.existing_dead_letter_queue is not None:
             return self._props.existing_dead_letter_queue
-        return aws_sqs.Queue(self, "DeadLetterQueue", **resources.dead_letter_queue_kwargs(self._props))
+        return sqs_function.build_dead_letter_queue(self, **resources.dead_letter_queue_kwargs(self._props))
 
     def _queue(self) -> aws_sqs.IQueue:
         props = self._props
         if props.existing_queue is not None:
             return props.existing_queue
-        return aws_sqs.Queue(
+        return sqs_function.build_queue(
             self,
-            "Queue",
-            dead_letter_queue=aws_sqs.DeadLetterQueue(
-                queue=self.dead_letter_queue, max_receive_count=props.max_receive_count
-            ),
+            dead_letter_queue=self.dead_letter_queue,
+            max_receive_count=props.max_receive_count,
             **resources.queue_kwargs(props),
         )
 
@@ -587,9 +493,8 @@ class IdempotentOrderPipeline(Construct):
 
     def _create_function(self) -> aws_lambda.Function:
         props = self._props
-        log_group = aws_logs.LogGroup(
+        log_group = sqs_function.build_log_group(
             self,
-            "FunctionLogGroup",
             retention=props.log_retention,
             removal_policy=props.removal_policy,
             encryption_key=props.encryption_key,
@@ -600,19 +505,10 @@ class IdempotentOrderPipeline(Construct):
                 "encryption_key is imported: its key policy must let logs.<region>.amazonaws.com use it for this "
                 "account's log groups (kms:EncryptionContext:aws:logs:arn), or the log group cannot be created",
             )
-        role = aws_iam.Role(
+        role = sqs_function.build_role(
             self,
-            "FunctionRole",
-            assumed_by=aws_iam.ServicePrincipal("lambda.amazonaws.com"),
+            log_group=log_group,
             description="Consumer of the idempotent order pipeline (least privilege, no managed policies).",
-        )
-        # Instead of AWSLambdaBasicExecutionRole (logs on every log group): this log group only.
-        role.add_to_principal_policy(
-            aws_iam.PolicyStatement(
-                sid="WriteOwnLogs",
-                actions=["logs:CreateLogStream", "logs:PutLogEvents"],
-                resources=[log_group.log_group_arn],
-            )
         )
         if props.vpc is not None:
             for statement in permissions.vpc_network_interface_statements(self):
@@ -651,18 +547,13 @@ class IdempotentOrderPipeline(Construct):
         function = aws_lambda.Function(
             self, "Function", **resources.merged(defaults, resources.function_overrides(props), {})
         )
-        self._event_source = aws_lambda_event_sources.SqsEventSource(
+        self._event_source = sqs_function.build_event_source(
             self._queue_without_key(),
             batch_size=props.batch_size,
             max_batching_window=props.max_batching_window,
             max_concurrency=props.max_concurrency,
-            provisioned_poller_config=props.provisioned_pollers,
-            report_batch_item_failures=True,
-            metrics_config=(
-                aws_lambda.MetricsConfig(metrics=[aws_lambda.MetricType.EVENT_COUNT])
-                if props.event_source_metrics
-                else None
-            ),
+            metrics=props.event_source_metrics,
+            provisioned_pollers=props.provisioned_pollers,
         )
         if props.snap_start:
             # SnapStart applies to published versions only: the mapping invokes the alias, never $LATEST.
@@ -998,3 +889,6 @@ class IdempotentOrderPipeline(Construct):
     def metric_transient_failures(self, **options: Unpack[MetricOptions]) -> aws_cloudwatch.Metric:
         """Records reported back to SQS for redelivery (throttles, conflicts between transactions, ...)."""
         return self._outcome_metric("TransientFailures", **options)
+
+
+core_props.document(IdempotentOrderPipeline, PipelineProps)

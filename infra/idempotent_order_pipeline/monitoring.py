@@ -108,9 +108,6 @@ def allowed_period_ranges(evaluation_periods: int, *, per_period: int = 1) -> li
 
 #: Where each description points on-call when no ``runbook_url`` is given.
 DEFAULT_RUNBOOK = "docs/operations.md of idempotent-order-pipeline, section 'Runbook: when an alarm fires'"
-#: Leaves room for ``-<key>`` within CloudWatch's 255 characters.
-MAX_ALARM_NAME_PREFIX_LENGTH = 200
-MAX_RUNBOOK_URL_LENGTH = 512
 
 
 @dataclass(frozen=True)
@@ -285,35 +282,10 @@ def event_source_metric(event_source_mapping_id: str, name: str) -> aws_cloudwat
     )
 
 
-def create_alarms(
-    factory: AlarmFactory, resources: MonitoredResources, *, oldest_message_age_threshold: Duration
-) -> None:
-    """One alarm per failure mode of the pipeline, through ``factory``."""
+def create_alarms(factory: AlarmFactory, resources: MonitoredResources) -> None:
+    """One alarm per failure mode of the pipeline beyond the standard three (core.sqs_function), through ``factory``."""
     alarm = factory.add_alarm
     outcome = resources.outcome_metrics
-    alarm(
-        "dead_letter_queue_not_empty",
-        "DeadLetterQueueNotEmptyAlarm",
-        resources.dead_letter_queue.metric_approximate_number_of_messages_visible(period=PERIOD, statistic="Maximum"),
-        description="Messages are parked in the dead-letter queue: invalid, conflicting or repeatedly failing orders.",
-    )
-    alarm(
-        "oldest_message_too_old",
-        "OldestMessageTooOldAlarm",
-        resources.queue.metric_approximate_age_of_oldest_message(period=PERIOD, statistic="Maximum"),
-        description="The oldest order waiting in the queue is older than the threshold: the consumer is behind "
-        "or failing.",
-        threshold=oldest_message_age_threshold.to_seconds(),
-        sustained=True,
-        comparison=aws_cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-    )
-    alarm(
-        "function_errors",
-        "FunctionErrorsAlarm",
-        resources.function.metric_errors(period=PERIOD, statistic="Sum"),
-        description="The consumer function fails whole invocations (crash, timeout, configuration).",
-        sustained=True,
-    )
     alarm(
         "function_throttles",
         "FunctionThrottlesAlarm",

@@ -8,10 +8,8 @@ name the prop, the value received and what is allowed. Values that are unresolve
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
-from enum import Enum
-from types import UnionType
-from typing import Any, Union, get_args, get_origin, get_type_hints
+from dataclasses import dataclass, fields
+from typing import Any
 
 from aws_cdk import (
     Duration,
@@ -30,105 +28,435 @@ from aws_cdk import (
 from idempotent_order_pipeline import monitoring
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.batching import MAX_MESSAGE_BYTES
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.notification import BODY_THIN
+from idempotent_order_pipeline.core import rules
+from idempotent_order_pipeline.core.props import Findings, prop
+from idempotent_order_pipeline.core.props import well_typed as _well_typed
+from idempotent_order_pipeline.core.rules import as_time, derived_visibility_timeout, number, seconds
 from idempotent_order_pipeline.keys import DEFAULT_IDENTITY_FIELDS, parse_identity_fields
 from idempotent_order_pipeline.reconciliation import ALARM_RUNS_OF_MARGIN
 
-#: Fixed: the longest SQS allows, so a parked message has the most time to be looked at.
-DEAD_LETTER_RETENTION = Duration.days(14)
-#: AWS's advice for an SQS event source: visibility timeout at least 6x the function timeout (plus
-#: the batching window), so a batch retried by Lambda is not redelivered while still in flight.
-VISIBILITY_TIMEOUT_FACTOR = 6
 #: ``reconcile_after=None`` means this, or the redelivery window when that is longer.
 RECONCILE_AFTER_AT_LEAST = Duration.minutes(15)
-#: Below this, one transient blip (a throttle, a deploy) can push a good message to the DLQ.
-RECOMMENDED_MIN_RECEIVE_COUNT = 5
-
-# Service limits the checks enforce.
-MAX_RECEIVE_COUNT = 1000
-MAX_BATCH_SIZE_STANDARD = 10_000
-MAX_BATCH_SIZE_FIFO = 10
-MAX_BATCH_SIZE_WITHOUT_WINDOW = 10
-MAX_BATCHING_WINDOW_SECONDS = 300
-MIN_MAX_CONCURRENCY, MAX_MAX_CONCURRENCY = 2, 1000
-MIN_MEMORY_MB, MAX_MEMORY_MB = 128, 10_240
-MAX_FUNCTION_TIMEOUT_SECONDS = 900
-MAX_VISIBILITY_TIMEOUT_SECONDS = 12 * 3600
-MIN_RETENTION_SECONDS = 60
 #: SQS's smallest MaximumMessageSize; the largest the pipeline allows is the consumer's (contract.parked).
 MIN_MAX_MESSAGE_SIZE = 1024
 MIN_RESERVED_CONCURRENCY = 1
 #: Provisioned pollers for an SQS source (Lambda developer guide, "provisioned mode").
 MIN_POLLERS, MAX_MINIMUM_POLLERS, MAX_MAXIMUM_POLLERS = 2, 200, 2000
-#: Removal policies the pipeline's resources support (none of SQS, DynamoDB, SNS, CloudWatch Logs
-#: supports a CloudFormation ``Snapshot`` deletion policy).
-ALLOWED_REMOVAL_POLICIES = (RemovalPolicy.DESTROY, RemovalPolicy.RETAIN, RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE)
 
 
 @dataclass(frozen=True, kw_only=True)
 class PipelineProps:
-    """Every prop of :class:`IdempotentOrderPipeline` with its default: the one home of the defaults.
+    """Every prop of :class:`IdempotentOrderPipeline`, declared once: its default, type, doc and allowed text.
 
-    The constructor's keyword-only parameters take their defaults from :data:`DEFAULTS`; a test
-    checks that the signature, the class docstring and the docs' props table agree with these
-    fields (names, types and defaults, Durations included). What each prop does is documented once,
-    in the class docstring of :class:`IdempotentOrderPipeline`.
+    The class docstring's ``:param`` lines and docs/construct.md's props table are made from these
+    fields (:mod:`idempotent_order_pipeline.core.props`); the constructor's keyword-only parameters
+    take their defaults from :data:`DEFAULTS`, and a test proves its signature equal to the fields.
     """
 
-    fifo: bool = False
-    batch_size: int = 10
-    max_batching_window: Duration | None = None
-    max_concurrency: int | None = None
-    max_receive_count: int = 5
-    function_timeout: Duration = Duration.seconds(30)
-    #: One full vCPU: the knee of `make bench`'s memory sweep.
-    memory_size: int = 1769
-    visibility_timeout: Duration | None = None
-    retention_period: Duration = Duration.days(4)
-    record_retention: Duration = Duration.days(30)
-    max_message_size: int = MAX_MESSAGE_BYTES
-    #: As given: a string is reported by :func:`validate` with the other problems.
-    identity_fields: Sequence[str] = DEFAULT_IDENTITY_FIELDS
-    service_name: str | None = None
-    metrics_namespace: str = "IdempotentOrderPipeline"
-    encryption_key: aws_kms.IKey | None = None
-    removal_policy: RemovalPolicy = RemovalPolicy.RETAIN
-    log_retention: aws_logs.RetentionDays = aws_logs.RetentionDays.ONE_MONTH
-    powertools_layer: aws_lambda.ILayerVersion | None = None
-    oldest_message_age_threshold: Duration = Duration.minutes(15)
-    alarm_evaluation_periods: int = 3
-    existing_queue: aws_sqs.IQueue | None = None
-    existing_dead_letter_queue: aws_sqs.IQueue | None = None
-    existing_topic: aws_sns.ITopic | None = None
-    existing_processed_events_table: aws_dynamodb.ITable | None = None
-    existing_order_records_table: aws_dynamodb.ITable | None = None
-    queue_props: Mapping[str, Any] | aws_sqs.QueueProps | None = None
-    dead_letter_queue_props: Mapping[str, Any] | aws_sqs.QueueProps | None = None
-    table_props: Mapping[str, Any] | None = None
-    topic_props: Mapping[str, Any] | aws_sns.TopicProps | None = None
-    function_props: Mapping[str, Any] | aws_lambda.FunctionOptions | None = None
-    vpc: aws_ec2.IVpc | None = None
-    vpc_subnets: aws_ec2.SubnetSelection | None = None
-    security_groups: Sequence[aws_ec2.ISecurityGroup] | None = None
-    create_vpc_endpoints: bool = False
-    reserved_concurrency: int | None = None
-    fifo_high_throughput: bool = False
-    provisioned_pollers: aws_lambda.ProvisionedPollerConfig | None = None
-    tracing: bool = False
-    snap_start: bool = False
-    alarm_actions: Sequence[aws_cloudwatch.IAlarmAction] = ()
-    ok_actions: bool = True
-    alarm_name_prefix: str | None = None
-    runbook_url: str | None = None
-    alarm_overrides: Mapping[str, monitoring.AlarmOverride] | None = None
-    dashboard: bool = True
-    create_alarms: bool = True
-    event_source_metrics: bool = True
-    reconcile_every: Duration | None = Duration.minutes(5)
-    reconcile_after: Duration | None = None
-    #: A JSON Schema as a dict: checked at synth, compiled into the function's asset (order_schema.py).
-    order_schema: Mapping[str, Any] | None = None
-    notification_attributes: Sequence[str] = ()
-    notification_body: str = BODY_THIN
+    fifo: bool = prop(
+        False,
+        (
+            "a FIFO queue, FIFO dead-letter queue and FIFO topic (content-based deduplication off: the "
+            "handler sends group and deduplication ids itself)."
+        ),
+        default_means="standard",
+        allowed="True or False",
+    )
+    batch_size: int = prop(
+        10,
+        "records per Lambda invocation, 1..10 for FIFO, 1..10000 otherwise (above 10 needs ``max_batching_window``).",
+    )
+    max_batching_window: Duration | None = prop(
+        None,
+        "how long Lambda gathers records before invoking. Not supported for FIFO.",
+        default_means="invoke as soon as records are available",
+        allowed="a Duration, e.g. Duration.seconds(5), or None",
+    )
+    max_concurrency: int | None = prop(
+        None,
+        "the most concurrent invocations the event source may start, 2..1000.",
+        default_means="Lambda's own scaling, up to the account limit",
+    )
+    max_receive_count: int = prop(
+        5,
+        "deliveries before SQS moves a message to the dead-letter queue, at least 1; below 5 adds a warning.",
+    )
+    function_timeout: Duration = prop(
+        Duration.seconds(30),
+        "the Lambda timeout.",
+        allowed="a Duration, e.g. Duration.seconds(30)",
+    )
+    memory_size: int = prop(
+        1769,
+        "the Lambda memory in MB.",
+        default_means="one full vCPU; chosen by `make bench`'s memory sweep",
+        allowed="an int (MB)",
+    )
+    visibility_timeout: Duration | None = prop(
+        None,
+        (
+            "the queue's visibility timeout, at least ``function_timeout``; below 6x ``function_timeout`` "
+            "adds a warning."
+        ),
+        default_means="6x ``function_timeout`` plus ``max_batching_window``, AWS's advice for SQS event sources",
+        allowed="a Duration, e.g. Duration.minutes(3), or None",
+    )
+    retention_period: Duration = prop(
+        Duration.days(4),
+        "how long the queue keeps a message, less than the dead-letter queue's fixed 14 days.",
+        allowed="a Duration, e.g. Duration.days(4)",
+    )
+    record_retention: Duration = prop(
+        Duration.days(30),
+        (
+            "how long an idempotency record lives after its notification was sent "
+            "(``RECORD_TTL_SECONDS``: the ``sent`` mark sets ``ttl``; a ``pending`` record never "
+            "expires); must exceed ``retention_period`` + 14 days, so a record outlives every copy of its "
+            "message."
+        ),
+        allowed="a Duration, e.g. Duration.days(30)",
+    )
+    max_message_size: int = prop(
+        MAX_MESSAGE_BYTES,
+        (
+            "the queue's maximum message size in bytes (body and attributes, as SQS counts them), from "
+            "1024 to 262144. The dead-letter queue's is fixed at 1 MiB, so every message the queue "
+            "accepts can be parked whole with its reason."
+        ),
+        default_means="256 KiB, the largest message the consumer is built and tested for",
+    )
+    identity_fields: Sequence[str] = prop(
+        DEFAULT_IDENTITY_FIELDS,
+        (
+            "the body fields whose values make the idempotency key when a message has neither "
+            "``event_id`` nor an ``idempotency_key`` attribute (``IDENTITY_FIELDS``)."
+        ),
+        default_means="``order_consumer.contract.keys.DEFAULT_IDENTITY_FIELDS``",
+        allowed="a sequence of field names, e.g. ('order_id',), not a string",
+    )
+    service_name: str | None = prop(
+        None,
+        (
+            "``POWERTOOLS_SERVICE_NAME``, the logs' service and the outcome metrics' ``service`` "
+            "dimension, which the alarms filter on; two pipelines of one app in the same account and "
+            "region may not share it (synth error)."
+        ),
+        default_means=(
+            "the stack name and this construct's path in the stack, e.g. ``dev-OrderPipeline-Pipeline``: "
+            "unique per deployment, so two stages in one account never trip each other's alarms"
+        ),
+    )
+    metrics_namespace: str = prop(
+        "IdempotentOrderPipeline",
+        "``POWERTOOLS_METRICS_NAMESPACE``.",
+    )
+    encryption_key: aws_kms.IKey | None = prop(
+        None,
+        (
+            "a customer managed KMS key for the queues, topic, tables and the function's log group (the "
+            "key policy gets a statement letting this region's CloudWatch Logs use it for this account's "
+            "log groups; an imported key's owner must add it)."
+        ),
+        default_means=(
+            "SQS-managed SSE on the queues, the AWS managed ``alias/aws/sns`` key on the topic, AWS owned "
+            "keys on the tables"
+        ),
+    )
+    removal_policy: RemovalPolicy = prop(
+        RemovalPolicy.RETAIN,
+        (
+            "what happens to the tables, queues, topic and log group the construct creates when they "
+            "leave the stack: DESTROY, RETAIN or RETAIN_ON_UPDATE_OR_DELETE (SNAPSHOT is an error: none "
+            "of them can be snapshotted). Table deletion protection follows the policy the stack ends up "
+            "with, including ``RemovalPolicies.of(...)`` applied later: on unless deleted."
+        ),
+        allowed="a RemovalPolicy, e.g. RemovalPolicy.RETAIN",
+    )
+    log_retention: aws_logs.RetentionDays = prop(
+        aws_logs.RetentionDays.ONE_MONTH,
+        "how long the function's log group keeps logs.",
+        allowed="an aws_logs.RetentionDays, e.g. RetentionDays.ONE_MONTH",
+    )
+    powertools_layer: aws_lambda.ILayerVersion | None = prop(
+        None,
+        "the layer providing Powertools for AWS Lambda (Python).",
+        default_means=(
+            "the official public layer of the pinned version, arm64, Python 3.14, its ARN read at deploy "
+            "from Powertools' public SSM parameter through the stack parameter ``PowertoolsLayerArn``; an "
+            "error in a region of aws-cn or aws-us-gov, which have no such parameter; see "
+            "``idempotent_order_pipeline.powertools``"
+        ),
+    )
+    oldest_message_age_threshold: Duration = prop(
+        Duration.minutes(15),
+        "the queue age above which the backlog alarm fires, less than ``retention_period``.",
+        allowed="a Duration, e.g. Duration.minutes(15)",
+    )
+    alarm_evaluation_periods: int = prop(
+        3,
+        (
+            "consecutive breaching minutes before a sustained alarm (age, errors, throttles) fires; event "
+            "alarms fire on the first."
+        ),
+    )
+    existing_queue: aws_sqs.IQueue | None = prop(
+        None,
+        (
+            "use this queue (``IQueue``) instead of creating one. Requires "
+            "``existing_dead_letter_queue``; it must redrive there, have a visibility timeout of at least "
+            "``function_timeout`` (6x recommended) and match ``fifo``."
+        ),
+        default_means="created",
+    )
+    existing_dead_letter_queue: aws_sqs.IQueue | None = prop(
+        None,
+        (
+            "use this queue as the dead-letter queue (the handler also parks permanent failures there); "
+            "it must match ``fifo`` and keep messages longer than the queue."
+        ),
+        default_means="created, 14 days retention",
+    )
+    existing_topic: aws_sns.ITopic | None = prop(
+        None,
+        "announce orders on this topic (``ITopic``); it must match ``fifo``.",
+        default_means="created",
+    )
+    existing_processed_events_table: aws_dynamodb.ITable | None = prop(
+        None,
+        (
+            "use this table (``ITable``) for idempotency records: partition key ``event_id`` (S), no sort "
+            "key, TTL on ``ttl``."
+        ),
+        default_means="created",
+    )
+    existing_order_records_table: aws_dynamodb.ITable | None = prop(
+        None,
+        "use this table for orders: partition key ``order_id`` (S), no sort key.",
+        default_means="created",
+    )
+    queue_props: Mapping[str, Any] | aws_sqs.QueueProps | None = prop(
+        None,
+        (
+            "``aws_sqs.QueueProps`` keywords (a mapping or the struct) merged over the queue's defaults, "
+            'e.g. ``{"receive_message_wait_time": Duration.seconds(20)}``; keys another prop owns '
+            "(``visibility_timeout``, ``fifo``, ...) and turning encryption or TLS off are errors."
+        ),
+        default_means="the defaults above",
+    )
+    dead_letter_queue_props: Mapping[str, Any] | aws_sqs.QueueProps | None = prop(
+        None,
+        "the same for the dead-letter queue (its ``retention_period`` must stay longer than the queue's).",
+    )
+    table_props: Mapping[str, Any] | None = prop(
+        None,
+        (
+            "``aws_dynamodb.TableProps`` keywords merged over the defaults of the tables it creates "
+            "(billing mode, table class, contributor insights, ...); key schema, TTL, encryption and "
+            "removal keys are errors; turning point-in-time recovery off adds a warning."
+        ),
+    )
+    topic_props: Mapping[str, Any] | aws_sns.TopicProps | None = prop(
+        None,
+        (
+            "``aws_sns.TopicProps`` keywords merged over the topic's defaults; ``fifo``, ``master_key`` "
+            "and ``fifo_throughput_scope`` are errors, so is ``enforce_ssl=False``."
+        ),
+    )
+    function_props: Mapping[str, Any] | aws_lambda.FunctionOptions | None = prop(
+        None,
+        (
+            "``aws_lambda.FunctionOptions`` keywords merged over the function's defaults (description, "
+            "ephemeral storage, log format, ...); the handler's contract (code, runtime, environment, "
+            "role, ...) and keys another prop owns are errors."
+        ),
+    )
+    vpc: aws_ec2.IVpc | None = prop(
+        None,
+        (
+            "run the function in this VPC. Its calls must still reach DynamoDB, SNS and SQS: through "
+            "``create_vpc_endpoints`` or the caller's NAT or endpoints."
+        ),
+        default_means="no VPC",
+    )
+    vpc_subnets: aws_ec2.SubnetSelection | None = prop(
+        None,
+        "the subnets of ``vpc`` for the function (and the endpoints).",
+        default_means="the VPC's private subnets, as aws_lambda.Function chooses",
+    )
+    security_groups: Sequence[aws_ec2.ISecurityGroup] | None = prop(
+        None,
+        "the function's security groups.",
+        default_means="one created, all outbound allowed",
+    )
+    create_vpc_endpoints: bool = prop(
+        False,
+        (
+            "create a DynamoDB gateway endpoint and SNS and SQS interface endpoints (private DNS, HTTPS "
+            "from the function only) in ``vpc``."
+        ),
+        default_means="reaching the services is the caller's job",
+        allowed="True or False",
+    )
+    reserved_concurrency: int | None = prop(
+        None,
+        "reserved concurrent executions of the function, at least 1.",
+        default_means="the account's unreserved pool",
+    )
+    fifo_high_throughput: bool = prop(
+        False,
+        (
+            "FIFO high throughput: the queues deduplicate and throttle per message group, the topic's "
+            "throughput scope is the message group. Requires ``fifo``."
+        ),
+        default_means="per-queue and per-topic limits",
+        allowed="True or False",
+    )
+    provisioned_pollers: aws_lambda.ProvisionedPollerConfig | None = prop(
+        None,
+        (
+            "provisioned mode for the event source mapping (``aws_lambda.ProvisionedPollerConfig``, "
+            "2..200 minimum and 2..2000 maximum pollers); excludes ``max_concurrency``."
+        ),
+        default_means="on-demand polling",
+    )
+    tracing: bool = prop(
+        False,
+        (
+            "X-Ray active tracing on the function (and its X-Ray permissions). The handler does not "
+            "instrument its AWS calls, so traces show the invocation only."
+        ),
+        default_means="no tracing, no X-Ray permissions",
+        allowed="True or False",
+    )
+    snap_start: bool = prop(
+        False,
+        (
+            "Lambda SnapStart: each deployment that changes the function publishes a version whose "
+            "initialized environment Lambda snapshots; the alias ``function_alias`` (``live``) points at "
+            "it and the queue's event source mapping invokes the alias, so cold starts resume from the "
+            "snapshot. After a restore the handler makes new AWS clients and a new random seed "
+            "(``order_consumer.snapstart``). Python SnapStart bills snapshot caching and each restore."
+        ),
+        default_means="no version, no alias; the mapping invokes ``$LATEST``",
+        allowed="True or False",
+    )
+    alarm_actions: Sequence[aws_cloudwatch.IAlarmAction] = prop(
+        (),
+        (
+            "actions (``aws_cloudwatch_actions.SnsAction``, ``LambdaAction``, any ``IAlarmAction``) every "
+            "alarm runs when it fires and, with ``ok_actions``, when it clears."
+        ),
+        default_means="alarms without actions",
+    )
+    ok_actions: bool = prop(
+        True,
+        "run the same actions on OK, so a pager incident resolves itself.",
+        allowed="True or False",
+    )
+    alarm_name_prefix: str | None = prop(
+        None,
+        (
+            "every alarm is named ``<prefix>-<key>`` (the key in ``alarms``); alarm names are unique per "
+            "account and region, so two pipelines there need two prefixes (changing it replaces the "
+            "alarms, which hold no state)."
+        ),
+        default_means="the service name, see ``service_name``, unique per stack and construct path",
+    )
+    runbook_url: str | None = prop(
+        None,
+        "the runbook every alarm's description links, next to what it means.",
+        default_means=(
+            "the description names this library's runbook, in docs/operations.md; a warning when the "
+            "alarms have actions"
+        ),
+    )
+    alarm_overrides: Mapping[str, monitoring.AlarmOverride] | None = prop(
+        None,
+        (
+            "per alarm key (``monitoring.ALARM_KEYS``): False to not create it, or an "
+            "``AlarmThreshold(threshold=, evaluation_periods=, datapoints_to_alarm=)``."
+        ),
+        default_means="every alarm, with its own threshold",
+    )
+    dashboard: bool = prop(
+        True,
+        "create the CloudWatch dashboard (3 USD a month beyond an account's 3 free ones).",
+        allowed="True or False",
+    )
+    create_alarms: bool = prop(
+        True,
+        (
+            "create the CloudWatch alarms. False: create none, and monitor the pipeline with your own "
+            "tool from ``alarm_definitions`` (each alarm's metric, threshold, periods and description; "
+            "docs/operations.md shows cdk-monitoring-constructs' ``MonitoringFacade``)."
+        ),
+        allowed="True or False",
+    )
+    event_source_metrics: bool = prop(
+        True,
+        (
+            "the event source mapping's ``EventCount`` metrics (polled, filtered out, invoked, failed, "
+            "deleted; billed as custom metrics), on the dashboard and behind the "
+            "``messages_polled_not_deleted`` alarm."
+        ),
+        allowed="True or False",
+    )
+    reconcile_every: Duration | None = prop(
+        Duration.minutes(5),
+        (
+            "how often the reconciler (a second function, ``reconciliation.function``) notifies records "
+            "left ``pending`` with no copy of their message to redeliver them (the DLQ was dropped or "
+            "expired); a whole number of minutes, or None for no reconciler. At most what CloudWatch lets "
+            "the reconciler's alarms evaluate (84 hours with the default alarms: 7 days for "
+            "``pending_too_old``'s two runs per period)."
+        ),
+        allowed="a Duration, e.g. Duration.minutes(5), or None",
+    )
+    reconcile_after: Duration | None = prop(
+        None,
+        (
+            "how long a record must have been ``pending`` before the reconciler notifies it; at least "
+            "``visibility_timeout`` x ``max_receive_count``, the longest a normal redelivery of the "
+            "message can still come, so the reconciler never races one by design. The ``pending_too_old`` "
+            "alarm fires above this plus two runs."
+        ),
+        default_means="15 minutes, or ``visibility_timeout`` x ``max_receive_count`` when that is longer",
+        allowed="a Duration, e.g. Duration.minutes(30), or None",
+    )
+    order_schema: Mapping[str, Any] | None = prop(
+        None,
+        (
+            "a JSON Schema (a dict; draft 2020-12, draft-07, -06 or -04) every order must match: checked "
+            "at synth (an invalid schema is a ``ValueError`` naming ``order_schema`` and the schema "
+            "path), compiled into the function's code (no environment size limit), and enforced by the "
+            "consumer before any write: an order that breaks it is parked in the DLQ at once with "
+            "``error_code=SCHEMA_VIOLATION`` (the ``SchemaViolations`` metric and the "
+            "``schema_violations`` alarm). The producer client and ``order-pipeline send`` run the same "
+            "check before sending."
+        ),
+        default_means="no schema: any order the message contract accepts",
+        allowed="a JSON Schema as a dict, or None",
+    )
+    notification_attributes: Sequence[str] = prop(
+        (),
+        (
+            "order field paths (``country``, dotted into objects: ``customer.tier``) copied into every "
+            "notification as SNS message attributes named by the path, for subscription filter policies "
+            "(:meth:`add_subscription`): String, Number or String.Array (a JSON array); an absent field "
+            "or one SNS cannot carry is left out. At most 8 (SNS delivers 10 to SQS, ``event_id`` and "
+            "``order_id`` among them)."
+        ),
+        default_means="the two ids only",
+        allowed="a sequence of field paths, e.g. ('country', 'customer.tier'), not a string",
+    )
+    notification_body: str = prop(
+        BODY_THIN,
+        (
+            '``"thin"``: ``{event_id, order_id, payload_sha256}``; ``"order"``: the whole stored order '
+            "(with those three fields) when the notification fits SNS's 256 KiB, else the thin body."
+        ),
+        allowed="'thin' or 'order'",
+    )
 
     @property
     def identity_field_names(self) -> tuple[str, ...]:
@@ -140,11 +468,6 @@ class PipelineProps:
         """``alarm_overrides``, None as empty."""
         return self.alarm_overrides or {}
 
-    @classmethod
-    def from_arguments(cls, arguments: Mapping[str, Any]) -> PipelineProps:
-        """The props among ``arguments`` (a constructor's ``locals()``): every field, nothing else."""
-        return cls(**{name: arguments[name] for name in PROP_NAMES})
-
 
 #: Every prop's default, as one value: the constructor's parameters default to its fields.
 DEFAULTS = PipelineProps()
@@ -152,159 +475,15 @@ DEFAULTS = PipelineProps()
 PROP_NAMES = tuple(prop.name for prop in fields(PipelineProps))
 
 
-def describe_default(value: object) -> str:
-    """A default as the docstring states it: ``30 seconds``, ``RemovalPolicy.RETAIN``, ``('order_id',)``, ``None``."""
-    if isinstance(value, Duration):
-        return value.to_human_string()
-    if isinstance(value, Enum):
-        return f"{type(value).__name__}.{value.name}"
-    return repr(value)
-
-
-@dataclass
-class Findings:
-    """What validation found: errors stop synthesis, warnings become annotations."""
-
-    errors: list[str] = field(default_factory=list)
-    #: (annotation id, message) pairs.
-    warnings: list[tuple[str, str]] = field(default_factory=list)
-
-
-# ---- types -----------------------------------------------------------------------------------------
-
-#: Plain Python values: never a CDK object, so never what a prop typed as a CDK interface wants.
-_PLAIN_VALUES = (str, bytes, int, float, bool, Mapping, list, tuple, set)
-
-
-def type_name(hint: Any) -> str:
-    if hint is type(None):
-        return "None"
-    if isinstance(hint, type):
-        module = hint.__module__.removeprefix("aws_cdk.").removeprefix("aws_cdk")
-        return hint.__name__ if module in ("", "builtins") else f"{module}.{hint.__name__}"
-    origin = get_origin(hint)
-    if origin in (Union, UnionType):
-        return " or ".join(type_name(arg) for arg in get_args(hint))
-    if origin is not None:
-        args = get_args(hint)
-        element = type_name(args[-1]) if args and args[-1] is not Any else "keyword arguments"
-        kind = "mapping" if isinstance(origin, type) and issubclass(origin, Mapping) else "sequence"
-        return f"a {kind} of {element}"
-    return str(hint)
-
-
-def has_type(value: Any, hint: Any) -> bool:
-    """Whether ``value`` fits the annotation ``hint`` (an unresolved number or string token always fits)."""
-    if hint is Any:
-        return True
-    if hint is type(None):
-        return value is None
-    origin = get_origin(hint)
-    if origin in (Union, UnionType):
-        return any(has_type(value, arg) for arg in get_args(hint))
-    if origin is not None:  # Sequence[X] or Mapping[str, X]: the container; elements are checked by their own rules
-        if issubclass(origin, Mapping):
-            return isinstance(value, Mapping)
-        return isinstance(value, Sequence) and not isinstance(value, str | bytes)
-    if hint is bool:
-        return isinstance(value, bool)
-    if hint is int:
-        token = isinstance(value, float) and Token.is_unresolved(value)
-        return (isinstance(value, int) and not isinstance(value, bool)) or token
-    if getattr(hint, "_is_protocol", False):  # a jsii interface (IKey, IQueue, ...): any CDK object
-        return not isinstance(value, _PLAIN_VALUES) and value is not None
-    return isinstance(value, hint)
-
-
-def _allowed(name: str, hint: Any) -> str:
-    if name in _ALLOWED_TYPE_TEXT:
-        return _ALLOWED_TYPE_TEXT[name]
-    return type_name(hint)
-
-
-#: How a type error states what is allowed, where the type's name alone would not say it.
-_ALLOWED_TYPE_TEXT = {
-    "fifo": "True or False",
-    "create_vpc_endpoints": "True or False",
-    "fifo_high_throughput": "True or False",
-    "tracing": "True or False",
-    "snap_start": "True or False",
-    "ok_actions": "True or False",
-    "dashboard": "True or False",
-    "create_alarms": "True or False",
-    "event_source_metrics": "True or False",
-    "memory_size": "an int (MB)",
-    "identity_fields": "a sequence of field names, e.g. ('order_id',), not a string",
-    "order_schema": "a JSON Schema as a dict, or None",
-    "notification_attributes": "a sequence of field paths, e.g. ('country', 'customer.tier'), not a string",
-    "notification_body": "'thin' or 'order'",
-    "function_timeout": "a Duration, e.g. Duration.seconds(30)",
-    "retention_period": "a Duration, e.g. Duration.days(4)",
-    "record_retention": "a Duration, e.g. Duration.days(30)",
-    "oldest_message_age_threshold": "a Duration, e.g. Duration.minutes(15)",
-    "max_batching_window": "a Duration, e.g. Duration.seconds(5), or None",
-    "visibility_timeout": "a Duration, e.g. Duration.minutes(3), or None",
-    "reconcile_every": "a Duration, e.g. Duration.minutes(5), or None",
-    "reconcile_after": "a Duration, e.g. Duration.minutes(30), or None",
-    "removal_policy": "a RemovalPolicy, e.g. RemovalPolicy.RETAIN",
-    "log_retention": "an aws_logs.RetentionDays, e.g. RetentionDays.ONE_MONTH",
-}
-
-
 def well_typed(props: PipelineProps, findings: Findings) -> PipelineProps:
-    """Report every prop whose value has the wrong type; return the props with those at their defaults.
-
-    The value checks then run on values of the right type only (``memory_size="1024"`` is one
-    clear error, not a ``TypeError`` from a comparison), while the synth still collects every problem.
-    """
-    hints = get_type_hints(PipelineProps)
-    wrong: dict[str, Any] = {}
-    for name in PROP_NAMES:
-        value = getattr(props, name)
-        if not has_type(value, hints[name]):
-            findings.errors.append(f"{name}={value!r} ({type(value).__name__}): allowed {_allowed(name, hints[name])}")
-            wrong[name] = getattr(DEFAULTS, name)
-    return replace(props, **wrong) if wrong else props
-
-
-def _number(value: float | None) -> float | None:
-    """The value, or None when it is unset or an unresolved token (not ours to check)."""
-    if value is None or Token.is_unresolved(value):
-        return None
-    return value
-
-
-def seconds(duration: Duration | None) -> float | None:
-    """The duration in seconds, or None when it is unset or an unresolved token."""
-    if duration is None or duration.is_unresolved():
-        return None
-    return duration.to_seconds(integral=False)
-
-
-def as_time(value: float) -> str:
-    """Seconds as people write them: ``20 days``, ``15 minutes``, ``901s``; never ``1.728e+06s``."""
-    for unit, size in (("day", 86_400), ("hour", 3600), ("minute", 60)):
-        if value >= size and value % size == 0:
-            count = int(value // size)
-            return f"{count} {unit}{'' if count == 1 else 's'}"
-    return f"{value:.15g}s"
-
-
-def derived_visibility_timeout(props: PipelineProps) -> Duration:
-    """The queue's visibility timeout: the prop, else 6x the function timeout plus the batching window."""
-    if props.visibility_timeout is not None:
-        return props.visibility_timeout
-    timeout = seconds(props.function_timeout)
-    window = seconds(props.max_batching_window) or 0
-    if timeout is None:  # reported by validate(); keep synthesis going to collect other errors
-        return Duration.seconds(0)
-    return Duration.seconds(int(VISIBILITY_TIMEOUT_FACTOR * timeout + window))
+    """Report every prop of the wrong type; return the props with those at their defaults (core's rule)."""
+    return _well_typed(props, DEFAULTS, findings)
 
 
 def redelivery_window_seconds(props: PipelineProps) -> float | None:
     """``visibility_timeout`` x ``max_receive_count``: how long after a write a normal redelivery can still come."""
     visibility = seconds(derived_visibility_timeout(props))
-    count = _number(props.max_receive_count)
+    count = number(props.max_receive_count)
     if visibility is None or count is None or visibility <= 0:
         return None
     return visibility * count
@@ -322,14 +501,25 @@ def derived_reconcile_after(props: PipelineProps) -> Duration:
 def validate(props: PipelineProps, findings: Findings | None = None) -> Findings:
     """Check every prop's value (of the right type: see :func:`well_typed`); collect every problem."""
     findings = Findings() if findings is None else findings
-    _check_batching(props, findings)
-    _check_redrive(props, findings)
-    _check_function(props, findings)
-    _check_retention(props, findings)
+    rules.check_batching(props, findings, fifo=props.fifo)
+    rules.check_redrive(props, findings, item="order")
+    rules.check_function(props, findings)
+    rules.check_retention(
+        props,
+        findings,
+        record="an idempotency record",
+        expires="it expires record_retention after the sent mark; a pending record never expires",
+    )
     _check_message_size(props, findings)
     _check_naming(props, findings)
-    _check_alarms(props, findings)
-    _check_removal(props, findings)
+    rules.check_alarms(
+        props, findings, default_prefix="the service name", item="messages", default_runbook="docs/operations.md"
+    )
+    for key, override in props.alarm_override_map.items():
+        _check_alarm_override(key, override, findings.errors)
+    rules.check_removal(
+        props, findings, resources="the pipeline's resources (SQS queues, DynamoDB tables, SNS topic, log group)"
+    )
     _check_network(props, findings)
     _check_scaling(props, findings)
     _check_reconciliation(props, findings)
@@ -349,106 +539,8 @@ def _check_order_contract(props: PipelineProps, findings: Findings) -> None:
     )
 
 
-def _check_batching(props: PipelineProps, findings: Findings) -> None:
-    errors = findings.errors
-    batch_size = _number(props.batch_size)
-    window = seconds(props.max_batching_window)
-    if batch_size is not None:
-        limit = MAX_BATCH_SIZE_FIFO if props.fifo else MAX_BATCH_SIZE_STANDARD
-        kind = "a FIFO" if props.fifo else "a standard"
-        if not 1 <= batch_size <= limit:
-            errors.append(f"batch_size={props.batch_size!r}: allowed 1..{limit} for {kind} queue")
-        elif batch_size > MAX_BATCH_SIZE_WITHOUT_WINDOW and not window:
-            errors.append(
-                f"batch_size={props.batch_size!r}: above {MAX_BATCH_SIZE_WITHOUT_WINDOW} Lambda requires "
-                f"max_batching_window of at least 1 second (got {props.max_batching_window!r})"
-            )
-    if window is not None:
-        if props.fifo and window > 0:
-            errors.append(f"max_batching_window={as_time(window)}: not supported for a FIFO queue (allowed: None)")
-        elif not 0 <= window <= MAX_BATCHING_WINDOW_SECONDS:
-            errors.append(f"max_batching_window={as_time(window)}: allowed 0..{MAX_BATCHING_WINDOW_SECONDS} seconds")
-    max_concurrency = _number(props.max_concurrency)
-    if max_concurrency is not None and not MIN_MAX_CONCURRENCY <= max_concurrency <= MAX_MAX_CONCURRENCY:
-        errors.append(
-            f"max_concurrency={props.max_concurrency!r}: allowed None or {MIN_MAX_CONCURRENCY}..{MAX_MAX_CONCURRENCY}"
-        )
-
-
-def _check_redrive(props: PipelineProps, findings: Findings) -> None:
-    count = _number(props.max_receive_count)
-    if count is None:
-        return
-    if not 1 <= count <= MAX_RECEIVE_COUNT:
-        findings.errors.append(f"max_receive_count={props.max_receive_count!r}: allowed 1..{MAX_RECEIVE_COUNT}")
-    elif count < RECOMMENDED_MIN_RECEIVE_COUNT:
-        findings.warnings.append(
-            (
-                "max-receive-count-low",
-                f"max_receive_count={props.max_receive_count!r} is below {RECOMMENDED_MIN_RECEIVE_COUNT}: a transient "
-                "failure (throttle, deploy, timeout) can move a valid order to the dead-letter queue",
-            )
-        )
-
-
-def _check_function(props: PipelineProps, findings: Findings) -> None:
-    errors = findings.errors
-    memory = _number(props.memory_size)
-    if memory is not None and not MIN_MEMORY_MB <= memory <= MAX_MEMORY_MB:
-        errors.append(f"memory_size={props.memory_size!r}: allowed {MIN_MEMORY_MB}..{MAX_MEMORY_MB} MB")
-    timeout = seconds(props.function_timeout)
-    if timeout is not None and not 1 <= timeout <= MAX_FUNCTION_TIMEOUT_SECONDS:
-        errors.append(f"function_timeout={as_time(timeout)}: allowed 1..{MAX_FUNCTION_TIMEOUT_SECONDS} seconds")
-        return
-    if props.visibility_timeout is None:
-        if props.function_timeout.is_unresolved():
-            errors.append(
-                "visibility_timeout=None: cannot be derived from a function_timeout that is a token; "
-                "give visibility_timeout explicitly"
-            )
-        return
-    visibility = seconds(props.visibility_timeout)
-    if visibility is None or timeout is None:
-        return
-    recommended = VISIBILITY_TIMEOUT_FACTOR * timeout
-    if not 0 <= visibility <= MAX_VISIBILITY_TIMEOUT_SECONDS:
-        errors.append(f"visibility_timeout={as_time(visibility)}: allowed 0..{MAX_VISIBILITY_TIMEOUT_SECONDS} seconds")
-    elif visibility < timeout:
-        errors.append(
-            f"visibility_timeout={as_time(visibility)}: must be at least function_timeout ({as_time(timeout)}), "
-            "or messages are redelivered while still being processed"
-        )
-    elif visibility < recommended:
-        findings.warnings.append(
-            (
-                "visibility-timeout-low",
-                f"visibility_timeout={as_time(visibility)} is below {VISIBILITY_TIMEOUT_FACTOR}x function_timeout "
-                f"({as_time(recommended)}): a batch Lambda retries after throttling can be redelivered while in flight",
-            )
-        )
-
-
-def _check_retention(props: PipelineProps, findings: Findings) -> None:
-    errors = findings.errors
-    retention = seconds(props.retention_period)
-    dlq_retention = DEAD_LETTER_RETENTION.to_seconds()
-    if retention is not None and not MIN_RETENTION_SECONDS <= retention < dlq_retention:
-        errors.append(
-            f"retention_period={as_time(retention)}: allowed from 60 seconds to less than the dead-letter queue's "
-            f"{as_time(dlq_retention)} (a message keeps its first enqueue time in the DLQ, so the DLQ must keep it "
-            "longer)"
-        )
-    record = seconds(props.record_retention)
-    if record is not None and retention is not None and record <= retention + dlq_retention:
-        errors.append(
-            f"record_retention={as_time(record)}: must be longer than retention_period + dead-letter retention "
-            f"({as_time(retention + dlq_retention)}), so an idempotency record outlives every copy of its message "
-            "(it expires record_retention after the sent mark; a pending record never expires)"
-        )
-
-
 def _check_message_size(props: PipelineProps, findings: Findings) -> None:
-    size = _number(props.max_message_size)
+    size = number(props.max_message_size)
     if size is not None and (size != int(size) or not MIN_MAX_MESSAGE_SIZE <= size <= MAX_MESSAGE_BYTES):
         findings.errors.append(
             f"max_message_size={size:g}: allowed a whole number of bytes from {MIN_MAX_MESSAGE_SIZE} to "
@@ -486,59 +578,6 @@ def _check_identity_fields(identity_fields: Sequence[str], errors: list[str]) ->
         )
 
 
-def _check_alarms(props: PipelineProps, findings: Findings) -> None:
-    errors = findings.errors
-    threshold = seconds(props.oldest_message_age_threshold)
-    retention = seconds(props.retention_period)
-    if threshold is not None and threshold <= 0:
-        errors.append(f"oldest_message_age_threshold={as_time(threshold)}: allowed more than 0 seconds")
-    elif threshold is not None and retention is not None and threshold >= retention:
-        errors.append(
-            f"oldest_message_age_threshold={as_time(threshold)}: must be less than retention_period "
-            f"({as_time(retention)}), "
-            "or messages expire before the alarm fires"
-        )
-    periods = _number(props.alarm_evaluation_periods)
-    if periods is not None and periods < 1:
-        errors.append(f"alarm_evaluation_periods={props.alarm_evaluation_periods!r}: allowed 1 or more")
-    _check_alarm_naming(props, findings)
-    for key, override in props.alarm_override_map.items():
-        _check_alarm_override(key, override, errors)
-
-
-def _check_alarm_naming(props: PipelineProps, findings: Findings) -> None:
-    errors = findings.errors
-    prefix = props.alarm_name_prefix
-    limit = monitoring.MAX_ALARM_NAME_PREFIX_LENGTH
-    if (
-        prefix is not None
-        and not Token.is_unresolved(prefix)
-        and not (0 < len(prefix) <= limit and prefix.isascii() and prefix.isprintable())
-    ):
-        errors.append(
-            f"alarm_name_prefix={prefix!r}: allowed 1..{limit} printable ASCII characters, or None for the service name"
-        )
-    url = props.runbook_url
-    if (
-        url is not None
-        and not Token.is_unresolved(url)
-        and (not url.startswith(("https://", "http://")) or len(url) > monitoring.MAX_RUNBOOK_URL_LENGTH)
-    ):
-        errors.append(
-            f"runbook_url={url!r}: allowed an http(s):// URL of at most {monitoring.MAX_RUNBOOK_URL_LENGTH} "
-            "characters, or None"
-        )
-    if props.alarm_actions and url is None:
-        findings.warnings.append(
-            (
-                "no-runbook-url",
-                "alarms notify on-call but runbook_url=None: their descriptions name this library's runbook "
-                "(docs/operations.md); "
-                "pass runbook_url= to link your team's runbook",
-            )
-        )
-
-
 def _check_alarm_override(key: str, override: object, errors: list[str]) -> None:
     if key not in monitoring.ALARM_KEYS:
         errors.append(f"alarm_overrides[{key!r}]: unknown alarm; allowed keys {list(monitoring.ALARM_KEYS)}")
@@ -548,9 +587,9 @@ def _check_alarm_override(key: str, override: object, errors: list[str]) -> None
     if not isinstance(override, monitoring.AlarmThreshold):
         errors.append(f"alarm_overrides[{key!r}]={override!r}: allowed False, True or an AlarmThreshold(...)")
         return
-    threshold = _number(override.threshold)
-    periods = _number(override.evaluation_periods)
-    datapoints = _number(override.datapoints_to_alarm)
+    threshold = number(override.threshold)
+    periods = number(override.evaluation_periods)
+    datapoints = number(override.datapoints_to_alarm)
     if key == "oldest_message_too_old" and override.threshold is not None:
         errors.append(
             f"alarm_overrides[{key!r}].threshold={override.threshold!r}: set oldest_message_age_threshold instead "
@@ -572,15 +611,6 @@ def _check_alarm_override(key: str, override: object, errors: list[str]) -> None
         )
 
 
-def _check_removal(props: PipelineProps, findings: Findings) -> None:
-    if props.removal_policy not in ALLOWED_REMOVAL_POLICIES:
-        findings.errors.append(
-            f"removal_policy={props.removal_policy}: none of the pipeline's resources (SQS queues, DynamoDB tables, "
-            "SNS topic, log group) can be snapshotted by CloudFormation; allowed DESTROY, RETAIN or "
-            "RETAIN_ON_UPDATE_OR_DELETE"
-        )
-
-
 def _check_network(props: PipelineProps, findings: Findings) -> None:
     if props.vpc is not None:
         return
@@ -595,7 +625,7 @@ def _check_network(props: PipelineProps, findings: Findings) -> None:
 
 def _check_scaling(props: PipelineProps, findings: Findings) -> None:
     errors = findings.errors
-    reserved = _number(props.reserved_concurrency)
+    reserved = number(props.reserved_concurrency)
     if reserved is not None and reserved < MIN_RESERVED_CONCURRENCY:
         errors.append(
             f"reserved_concurrency={props.reserved_concurrency!r}: allowed None or at least "
@@ -611,7 +641,7 @@ def _check_scaling(props: PipelineProps, findings: Findings) -> None:
             f"provisioned_pollers with max_concurrency={props.max_concurrency!r}: give one or the other (Lambda "
             "refuses both on one event source mapping)"
         )
-    minimum, maximum = _number(pollers.minimum_pollers), _number(pollers.maximum_pollers)
+    minimum, maximum = number(pollers.minimum_pollers), number(pollers.maximum_pollers)
     if minimum is not None and not MIN_POLLERS <= minimum <= MAX_MINIMUM_POLLERS:
         errors.append(
             f"provisioned_pollers.minimum_pollers={pollers.minimum_pollers!r}: "
@@ -678,7 +708,7 @@ def _check_reconciliation(props: PipelineProps, findings: Findings) -> None:
     after = seconds(props.reconcile_after)
     redelivery_window = redelivery_window_seconds(props)
     visibility = seconds(derived_visibility_timeout(props))
-    count = _number(props.max_receive_count)
+    count = number(props.max_receive_count)
     if after is None or redelivery_window is None or visibility is None or count is None:
         return
     if after < redelivery_window:

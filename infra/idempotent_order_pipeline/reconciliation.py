@@ -55,6 +55,7 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_ind
     PENDING_SINCE_ATTRIBUTE,
     SELECT_SPECIFIC_ATTRIBUTES,
 )
+from idempotent_order_pipeline.core import sqs_function
 
 #: The reconciler's entry point (contract with ``lambdas/order_consumer/reconciler.py``).
 RECONCILER_HANDLER = "order_consumer.reconciler.handler"
@@ -137,21 +138,21 @@ class Reconciliation(Construct):
         self._every = reconcile_every
         self.alarm_threshold_seconds = alarm_threshold_seconds(reconcile_after, reconcile_every)
         """The ``pending_too_old`` threshold: ``reconcile_after`` plus two runs, in seconds."""
-        log_group = aws_logs.LogGroup(
+        log_group = sqs_function.build_log_group(
             self,
-            "LogGroup",
             retention=log_retention,
             removal_policy=removal_policy,
             encryption_key=encryption_key,  # the pipeline's key policy already lets CloudWatch Logs use it
+            construct_id="LogGroup",
         )
-        role = aws_iam.Role(
+        role = sqs_function.build_role(
             self,
-            "Role",
-            assumed_by=aws_iam.ServicePrincipal("lambda.amazonaws.com"),
+            log_group=log_group,
             description="Reconciler of the idempotent order pipeline (least privilege, no managed policies).",
+            construct_id="Role",
         )
         for statement in self._statements(
-            log_group, processed_events_table, order_records_table, topic, encryption_key, order_row_attributes
+            processed_events_table, order_records_table, topic, encryption_key, order_row_attributes
         ):
             role.add_to_principal_policy(statement)
         if vpc is not None:
@@ -221,20 +222,15 @@ class Reconciliation(Construct):
 
     def _statements(
         self,
-        log_group: aws_logs.ILogGroup,
         processed_events: aws_dynamodb.ITable,
         order_records: aws_dynamodb.ITable,
         topic: aws_sns.ITopic,
         encryption_key: aws_kms.IKey | None,
         order_row_attributes: Sequence[str] | None = ORDER_ROW_ATTRIBUTES,
     ) -> list[aws_iam.PolicyStatement]:
-        """Exactly the reconciler's calls: find, confirm, publish, mark; nothing writes an order row."""
+        """Exactly the reconciler's calls: find, confirm, publish, mark; nothing writes an order row (its own
+        log group is the role's from the start, core.sqs_function.build_role)."""
         statements = [
-            aws_iam.PolicyStatement(
-                sid="WriteOwnLogs",
-                actions=["logs:CreateLogStream", "logs:PutLogEvents"],
-                resources=[log_group.log_group_arn],
-            ),
             aws_iam.PolicyStatement(
                 sid="FindPendingRecords",
                 actions=["dynamodb:Query"],

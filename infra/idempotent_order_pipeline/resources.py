@@ -39,10 +39,11 @@ from aws_cdk import Token, aws_dynamodb, aws_lambda, aws_sns, aws_sqs
 
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.batching import DEAD_LETTER_MAX_MESSAGE_BYTES
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.names import TTL_ATTRIBUTE
-from idempotent_order_pipeline.props import (
+from idempotent_order_pipeline.core import sqs_function
+from idempotent_order_pipeline.core.props import Findings
+from idempotent_order_pipeline.core.rules import (
     DEAD_LETTER_RETENTION,
     VISIBILITY_TIMEOUT_FACTOR,
-    Findings,
     as_time,
     derived_visibility_timeout,
     seconds,
@@ -155,14 +156,14 @@ def merged(defaults: Mapping[str, Any], overrides: Mapping[str, Any], owned: Map
 # ---- defaults -------------------------------------------------------------------------------------
 
 
-def _queue_encryption(props: PipelineProps) -> aws_sqs.QueueEncryption:
-    return aws_sqs.QueueEncryption.SQS_MANAGED if props.encryption_key is None else aws_sqs.QueueEncryption.KMS
-
-
-def _fifo_queue_defaults(props: PipelineProps) -> dict[str, Any]:
+def _queue_defaults(props: PipelineProps) -> dict[str, Any]:
+    """Every queue's (core's: encrypted, TLS only), with the pipeline's FIFO settings."""
+    defaults = sqs_function.queue_defaults(
+        fifo=props.fifo, removal_policy=props.removal_policy, encryption_key=props.encryption_key
+    )
     if not props.fifo:
-        return {}
-    defaults: dict[str, Any] = {"fifo": True, "content_based_deduplication": False}
+        return defaults
+    defaults["content_based_deduplication"] = False
     if props.fifo_high_throughput:
         defaults["deduplication_scope"] = aws_sqs.DeduplicationScope.MESSAGE_GROUP
         defaults["fifo_throughput_limit"] = aws_sqs.FifoThroughputLimit.PER_MESSAGE_GROUP_ID
@@ -172,14 +173,10 @@ def _fifo_queue_defaults(props: PipelineProps) -> dict[str, Any]:
 def dead_letter_queue_kwargs(props: PipelineProps) -> dict[str, Any]:
     """The dead-letter queue's keyword arguments: defaults, then ``dead_letter_queue_props``."""
     defaults = {
-        **_fifo_queue_defaults(props),
+        **_queue_defaults(props),
         "retention_period": DEAD_LETTER_RETENTION,
         # SQS counts attributes in the size: the largest message plus its reason must always fit.
         "max_message_size_bytes": DEAD_LETTER_MAX_MESSAGE_BYTES,
-        "encryption": _queue_encryption(props),
-        "encryption_master_key": props.encryption_key,
-        "enforce_ssl": True,
-        "removal_policy": props.removal_policy,
     }
     return merged(defaults, as_kwargs(props.dead_letter_queue_props), OWNED_DEAD_LETTER_QUEUE_KEYS)
 
@@ -187,14 +184,10 @@ def dead_letter_queue_kwargs(props: PipelineProps) -> dict[str, Any]:
 def queue_kwargs(props: PipelineProps) -> dict[str, Any]:
     """The queue's keyword arguments (without its redrive policy): defaults, then ``queue_props``."""
     defaults = {
-        **_fifo_queue_defaults(props),
+        **_queue_defaults(props),
         "retention_period": props.retention_period,
         "max_message_size_bytes": props.max_message_size,
         "visibility_timeout": derived_visibility_timeout(props),
-        "encryption": _queue_encryption(props),
-        "encryption_master_key": props.encryption_key,
-        "enforce_ssl": True,
-        "removal_policy": props.removal_policy,
     }
     return merged(defaults, as_kwargs(props.queue_props), OWNED_QUEUE_KEYS)
 

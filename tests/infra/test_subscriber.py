@@ -3,6 +3,7 @@ alarms, validation, cdk-nag and checkov with nothing unexplained, snapshots."""
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import json
 import re
@@ -18,11 +19,11 @@ from aws_cdk.assertions import Match, Template
 from cfnlint.api import ManualArgs, lint_file
 
 from idempotent_order_pipeline import IdempotentOrderPipeline, IdempotentSubscriber
-from idempotent_order_pipeline.props import describe_default
+from idempotent_order_pipeline.core.props import describe_default
 from idempotent_order_pipeline.subscriber import findings
 from idempotent_order_pipeline.subscriber.construct import DEDUP_ACTIONS
 from idempotent_order_pipeline.subscriber.layer import LAYER_ROOT
-from idempotent_order_pipeline.subscriber.props import DEFAULTS, PROP_NAMES
+from idempotent_order_pipeline.subscriber.props import DEFAULTS, PROP_NAMES, SubscriberProps
 from tests.infra.synth import REPO, Synthesized, synth_pipeline
 from tests.infra.test_compliance import ACCEPTED_CFN_LINT_RULES, CHECKOV, LINT_REGIONS
 
@@ -367,9 +368,16 @@ def test_the_signature_takes_its_defaults_from_the_props() -> None:
     # GIVEN the constructor's keyword-only parameters
     parameters = inspect.signature(IdempotentSubscriber.__init__).parameters
     keywords = [name for name, p in parameters.items() if p.kind is inspect.Parameter.KEYWORD_ONLY]
-    # WHEN compared with SubscriberProps / THEN the same names in order, each optional one defaulting to its field
+    # WHEN compared with SubscriberProps / THEN the same names in order, with the fields' annotations, each
+    # optional one defaulting to its field
     assert keywords == list(PROP_NAMES)
+    declared = {field.name: field.type for field in dataclasses.fields(SubscriberProps)}
     for name in PROP_NAMES:
+        # pipeline's field is Any: the construct class is imported lazily, and well_typed checks it by its own rule
+        assert parameters[name].annotation == (
+            declared[name] if name != "pipeline" else "IdempotentOrderPipeline | None"
+        )
+        assert name != "pipeline" or declared[name] == "Any"
         if name in ("code", "handler"):
             assert parameters[name].default is inspect.Parameter.empty
         else:

@@ -13,7 +13,8 @@ import pytest
 from aws_cdk.assertions import Annotations, Match, Template
 
 from idempotent_order_pipeline import IdempotentOrderPipeline
-from idempotent_order_pipeline.props import DEFAULTS, PROP_NAMES, PipelineProps, describe_default
+from idempotent_order_pipeline.core.props import describe_default
+from idempotent_order_pipeline.props import DEFAULTS, PROP_NAMES, PipelineProps
 from tests.infra.synth import REPO, Synthesized
 
 seconds = cdk.Duration.seconds
@@ -226,16 +227,42 @@ def test_every_prop_states_its_default_in_the_docstring() -> None:
         assert re.match(r"[\s.,(]|$", stated.removeprefix(describe_default(getattr(DEFAULTS, name)))), (name, stated)
 
 
-def test_docs_props_table_lists_every_prop_with_its_default() -> None:
-    # GIVEN the props table of docs/construct.md and the props' defaults (Durations and enums included)
-    page = (REPO / "docs" / "construct.md").read_text()
-    section = page.split("\n## Props\n", 1)[1].split("\n## ", 1)[0]
+def test_docs_props_tables_are_the_props_declarations() -> None:
+    # GIVEN the props tables of docs/construct.md and docs/subscriber.md
+    from tools import props_docs
+
+    for path, props_class in props_docs.pages().items():
+        page = path.read_text()
+        # WHEN each is made anew from its props class
+        made = props_docs.with_table(page, props_class)
+        # THEN the page already holds it (make docs writes it), one row per prop starting with its default
+        assert made == page, f"{path.name}: run make docs"
+        rows = dict(
+            re.findall(
+                r"^\| `(\w+)` \| (.+?) \|",
+                page.split(props_docs.BEGIN.format(name=props_class.__name__))[1].split(props_docs.END)[0],
+                flags=re.MULTILINE,
+            )
+        )
+        assert set(rows) == {field.name for field in fields(props_class)}
+    section = (REPO / "docs" / "construct.md").read_text().split("\n## Props\n", 1)[1]
     rows = dict(re.findall(r"^\| `(\w+)` \| (.+?) \|", section, flags=re.MULTILINE))
-    # WHEN each row is compared with PipelineProps
-    # THEN every prop has a row (the deprecated alarm_action none), starting with its default as code
-    assert set(rows) == set(PROP_NAMES)
     for name in PROP_NAMES:
         assert rows[name].startswith(f"`{_code_default(getattr(DEFAULTS, name))}`"), (name, rows[name])
+
+
+def test_a_stale_props_table_is_found() -> None:
+    # GIVEN a page whose table lacks a prop
+    from tools import props_docs
+
+    begin = props_docs.BEGIN.format(name=PipelineProps.__name__)
+    page = f"intro\n{begin}\n| Prop | Default | What it does |\n{props_docs.END}\nrest\n"
+    # WHEN it is made anew / THEN the table changes, and what is around it stays
+    made = props_docs.with_table(page, PipelineProps)
+    assert made != page
+    assert made.startswith(f"intro\n{begin}\n")
+    assert made.endswith(f"{props_docs.END}\nrest\n")
+    assert "| `fifo` | `False` (standard) |" in made
 
 
 @pytest.mark.parametrize("size", [1023, 262_145, 1_048_576])

@@ -26,7 +26,7 @@ from constructs import Construct
 
 from idempotent_order_pipeline import IdempotentOrderPipeline, nag, permissions, reconciliation
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract import names
-from idempotent_order_pipeline.construct import WARNING_PREFIX
+from idempotent_order_pipeline.core.props import WARNING_PREFIX
 
 #: The CDK CLI's app directory (``cdk.json`` with the same feature flags as the main app).
 APP_DIR = Path(__file__).resolve().parent / "brownfield_app"

@@ -4,18 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from aws_cdk import (
     Duration,
     RemovalPolicy,
     Stack,
-    Token,
     aws_cloudwatch,
     aws_dynamodb,
     aws_iam,
     aws_lambda,
-    aws_lambda_event_sources,
     aws_logs,
     aws_sns,
     aws_sns_subscriptions,
@@ -25,15 +23,16 @@ from constructs import Construct
 
 from idempotent_order_pipeline import compliance, monitoring, nag, removal
 from idempotent_order_pipeline._subscriber_layer.python.idempotent_subscriber import config
-from idempotent_order_pipeline.props import DEAD_LETTER_RETENTION, Findings
+from idempotent_order_pipeline.core import props as core_props
+from idempotent_order_pipeline.core import sqs_function
+from idempotent_order_pipeline.core.props import Findings
+from idempotent_order_pipeline.core.rules import derived_visibility_timeout, whole_seconds_text
 from idempotent_order_pipeline.subscriber import findings as subscriber_findings
 from idempotent_order_pipeline.subscriber.layer import runtime_layer
 from idempotent_order_pipeline.subscriber.props import (
     DEFAULTS,
     SubscriberProps,
     derived_lease,
-    derived_visibility_timeout,
-    is_fifo,
     topic_of,
     validate,
     well_typed,
@@ -55,8 +54,16 @@ EFFECT_WRITE_ACTIONS = (
     "dynamodb:DeleteItem",
     "dynamodb:ConditionCheckItem",
 )
-#: The subscriber's alarms, by key (the keys of ``alarms``).
-ALARM_KEYS = ("dead_letter_queue_not_empty", "oldest_message_too_old", "function_errors")
+#: The subscriber's alarms, by key (the keys of ``alarms``): the standard ones of an SQS-fed function.
+ALARM_KEYS = tuple(sqs_function.STANDARD_ALARMS)
+#: What they mean for a subscriber.
+STANDARD_ALARM_MEANINGS = {
+    "dead_letter_queue_not_empty": "Notifications are parked in the subscriber's dead-letter queue: not "
+    "notifications, or an effect that kept failing.",
+    "oldest_message_too_old": "The oldest notification waiting for the subscriber is older than the threshold: the "
+    "function is behind or failing.",
+    "function_errors": "The subscriber's function fails whole invocations (crash, timeout, configuration).",
+}
 #: Where an alarm description points on-call when ``runbook_url`` is None.
 DEFAULT_RUNBOOK = "docs/subscriber.md of idempotent-order-pipeline, section 'Runbook'"
 
@@ -72,59 +79,12 @@ class IdempotentSubscriber(Construct):
     TTL, a role that may write its log group and its deduplication table only (grant the effect's
     own resources with :meth:`grant_effect_writes` or on ``function``), alarms.
 
+    Every prop is keyword-only; their ``:param`` lines below are made from their declarations in
+    :class:`~idempotent_order_pipeline.subscriber.props.SubscriberProps`.
+
     :param scope: the parent construct.
     :param construct_id: the construct id, part of every logical id: changing it replaces the
         queues and the table.
-    :param code: the team's function code (any ``aws_lambda.Code``). Required.
-    :param handler: the team's handler, ``module.function``, e.g. ``'shipping.handler'``. Required.
-    :param pipeline: the ``IdempotentOrderPipeline`` whose notifications to act on (subscribed
-        with its ``add_subscription``). Default: None (give ``topic``).
-    :param topic: the pipeline's topic, e.g. from another stack or ``Topic.from_topic_arn``.
-        Exactly one of ``pipeline`` and ``topic``. Default: None (give ``pipeline``).
-    :param runtime: the function's Python runtime, 3.11 to 3.14 (the layer's). Default: Runtime.PYTHON_3_14.
-    :param architecture: the function's architecture (the layer is pure Python). Default: Architecture.ARM_64.
-    :param memory_size: the function's memory in MB. Default: 256.
-    :param function_timeout: the function's timeout. Default: 30 seconds.
-    :param environment: the team's own environment variables (the helper's ``ORDER_SUBSCRIBER_*``
-        ones are the construct's). Default: None (none).
-    :param filter_policy: an SNS filter policy on the message attributes (``{"country":
-        SubscriptionFilter.string_filter(allowlist=["DE"])}``): only matching notifications reach
-        the queue. With ``pipeline``, a name its notifications never carry (``event_id``, ``order_id``
-        and its ``notification_attributes``) is a ``ValueError``: it would match nothing.
-        Default: None (every notification).
-    :param filter_policy_with_message_body: a filter policy on the JSON body instead (SNS filters
-        one scope per subscription), e.g. on the fields of ``notification_body="order"``; with
-        ``pipeline``, checked against the body it sends. Default: None.
-    :param raw_message_delivery: deliver the notification itself, its attributes as SQS message
-        attributes, rather than SNS's JSON envelope: smaller messages, and a body near SNS's size
-        limit still fits the queue. The helper reads both, so switching is safe with messages
-        queued. Default: True.
-    :param batch_size: records per invocation, 1..10 on a FIFO topic's queue, 1..10000 (above 10
-        needs ``max_batching_window``). Default: 10.
-    :param max_batching_window: how long Lambda gathers records. Default: None (invoke at once).
-    :param max_concurrency: the most concurrent invocations, 2..1000. Default: None (Lambda's scaling).
-    :param max_receive_count: deliveries before the queue moves a notification to the
-        dead-letter queue. Default: 5.
-    :param lease: how long a claim holds an event, at least ``function_timeout``. Default: None
-        (``function_timeout``: a live invocation never loses its claim).
-    :param visibility_timeout: the queue's visibility timeout, longer than the lease. Default:
-        None (6x ``function_timeout`` plus ``max_batching_window``).
-    :param retention_period: how long the queue keeps a notification, less than the dead-letter
-        queue's fixed 14 days. Default: 4 days.
-    :param record_retention: how long a deduplication record lives after its last write (its
-        ``ttl``), longer than ``retention_period`` + 14 days so it outlives every copy. Default: 30 days.
-    :param removal_policy: for the queues, the table and the log group: DESTROY, RETAIN or
-        RETAIN_ON_UPDATE_OR_DELETE; the table's deletion protection follows it. Default: RemovalPolicy.RETAIN.
-    :param log_retention: how long the function's log group keeps logs. Default: RetentionDays.ONE_MONTH.
-    :param alarm_actions: actions every alarm runs when it fires (and on OK with ``ok_actions``). Default: ().
-    :param ok_actions: run the same actions on OK. Default: True.
-    :param alarm_name_prefix: alarms are named ``<prefix>-<key>``. Default: None (the stack name
-        and this construct's path, e.g. ``Shop-Shipping``).
-    :param runbook_url: the runbook every alarm description links. Default: None (docs/subscriber.md's).
-    :param oldest_message_age_threshold: the queue age above which ``oldest_message_too_old``
-        fires, less than ``retention_period``. Default: 15 minutes.
-    :param alarm_evaluation_periods: breaching minutes before the age and error alarms fire. Default: 3.
-    :param create_alarms: create the alarms (False: ``alarm_definitions`` only). Default: True.
     """
 
     def __init__(
@@ -162,27 +122,54 @@ class IdempotentSubscriber(Construct):
         oldest_message_age_threshold: Duration = DEFAULTS.oldest_message_age_threshold,
         alarm_evaluation_periods: int = DEFAULTS.alarm_evaluation_periods,
         create_alarms: bool = DEFAULTS.create_alarms,
+        event_source_metrics: bool = DEFAULTS.event_source_metrics,
     ) -> None:
-        # Only the parameters are bound yet: locals() holds the props exactly as given.
-        props = SubscriberProps.from_arguments(locals())
+        props = SubscriberProps(
+            code=code,
+            handler=handler,
+            pipeline=pipeline,
+            topic=topic,
+            runtime=runtime,
+            architecture=architecture,
+            memory_size=memory_size,
+            function_timeout=function_timeout,
+            environment=environment,
+            filter_policy=filter_policy,
+            filter_policy_with_message_body=filter_policy_with_message_body,
+            raw_message_delivery=raw_message_delivery,
+            batch_size=batch_size,
+            max_batching_window=max_batching_window,
+            max_concurrency=max_concurrency,
+            max_receive_count=max_receive_count,
+            lease=lease,
+            visibility_timeout=visibility_timeout,
+            retention_period=retention_period,
+            record_retention=record_retention,
+            removal_policy=removal_policy,
+            log_retention=log_retention,
+            alarm_actions=alarm_actions,
+            ok_actions=ok_actions,
+            alarm_name_prefix=alarm_name_prefix,
+            runbook_url=runbook_url,
+            oldest_message_age_threshold=oldest_message_age_threshold,
+            alarm_evaluation_periods=alarm_evaluation_periods,
+            create_alarms=create_alarms,
+            event_source_metrics=event_source_metrics,
+        )
         super().__init__(scope, construct_id)
         self._props = props = self._validate(props)
-        fifo = is_fifo(props)
+        queue_defaults = sqs_function.queue_defaults(fifo=props.fifo, removal_policy=props.removal_policy)
 
-        self.dead_letter_queue: aws_sqs.Queue = aws_sqs.Queue(
-            self, "DeadLetterQueue", retention_period=DEAD_LETTER_RETENTION, **self._queue_defaults(fifo)
-        )
+        self.dead_letter_queue: aws_sqs.Queue = sqs_function.build_dead_letter_queue(self, **queue_defaults)
         """Notifications that failed ``max_receive_count`` times, that are not notifications, or that SNS could
         not deliver to the queue (the subscription's redrive policy)."""
-        self.queue: aws_sqs.Queue = aws_sqs.Queue(
+        self.queue: aws_sqs.Queue = sqs_function.build_queue(
             self,
-            "Queue",
+            dead_letter_queue=self.dead_letter_queue,
+            max_receive_count=props.max_receive_count,
             visibility_timeout=derived_visibility_timeout(props),
             retention_period=props.retention_period,
-            dead_letter_queue=aws_sqs.DeadLetterQueue(
-                queue=self.dead_letter_queue, max_receive_count=props.max_receive_count
-            ),
-            **self._queue_defaults(fifo),
+            **queue_defaults,
         )
         """The queue subscribed to the topic, the function's event source."""
         self.subscription: aws_sns.Subscription = self._subscribe()
@@ -210,20 +197,10 @@ class IdempotentSubscriber(Construct):
         findings = Findings()
         props = well_typed(props, findings)
         validate(props, findings)
-        if findings.errors:
-            problems = "\n".join(f"  - {error}" for error in findings.errors)
-            raise ValueError(f"IdempotentSubscriber {self.node.path}: invalid props:\n{problems}")
+        core_props.report(self, "IdempotentSubscriber", findings)
         return props
 
     # ---- resources -------------------------------------------------------------------------------
-
-    def _queue_defaults(self, fifo: bool) -> dict[str, Any]:
-        return {
-            **({"fifo": True} if fifo else {}),
-            "encryption": aws_sqs.QueueEncryption.SQS_MANAGED,
-            "enforce_ssl": True,
-            "removal_policy": self._props.removal_policy,
-        }
 
     def _subscribe(self) -> aws_sns.Subscription:
         props = self._props
@@ -270,28 +247,19 @@ class IdempotentSubscriber(Construct):
         return {
             **(props.environment or {}),
             config.DEDUP_TABLE_VARIABLE: self.dedup_table.table_name,
-            config.LEASE_SECONDS_VARIABLE: _whole_seconds(lease),
-            config.RECORD_TTL_SECONDS_VARIABLE: _whole_seconds(props.record_retention),
+            config.LEASE_SECONDS_VARIABLE: whole_seconds_text(lease),
+            config.RECORD_TTL_SECONDS_VARIABLE: whole_seconds_text(props.record_retention),
         }
 
     def _create_function(self) -> aws_lambda.Function:
         props = self._props
-        log_group = aws_logs.LogGroup(
-            self, "FunctionLogGroup", retention=props.log_retention, removal_policy=props.removal_policy
+        log_group = sqs_function.build_log_group(
+            self, retention=props.log_retention, removal_policy=props.removal_policy
         )
-        role = aws_iam.Role(
+        role = sqs_function.build_role(
             self,
-            "FunctionRole",
-            assumed_by=aws_iam.ServicePrincipal("lambda.amazonaws.com"),
+            log_group=log_group,
             description="An idempotent order subscriber (least privilege, no managed policies).",
-        )
-        # Instead of AWSLambdaBasicExecutionRole (logs on every log group): this log group only.
-        role.add_to_principal_policy(
-            aws_iam.PolicyStatement(
-                sid="WriteOwnLogs",
-                actions=["logs:CreateLogStream", "logs:PutLogEvents"],
-                resources=[log_group.log_group_arn],
-            )
         )
         role.add_to_principal_policy(
             aws_iam.PolicyStatement(
@@ -314,12 +282,12 @@ class IdempotentSubscriber(Construct):
             description="Acts once per order notification (idempotent_subscriber).",
         )
         function.add_event_source(
-            aws_lambda_event_sources.SqsEventSource(
+            sqs_function.build_event_source(
                 self.queue,
                 batch_size=props.batch_size,
                 max_batching_window=props.max_batching_window,
                 max_concurrency=props.max_concurrency,
-                report_batch_item_failures=True,
+                metrics=props.event_source_metrics,
             )
         )
         return function
@@ -344,31 +312,13 @@ class IdempotentSubscriber(Construct):
         return "-".join([stack.stack_name, *self.node.path.removeprefix(f"{stack.node.path}/").split("/")])
 
     def _create_alarms(self) -> None:
-        period = monitoring.PERIOD
-        alarm = self.alarm_factory.add_alarm
-        alarm(
-            "dead_letter_queue_not_empty",
-            "DeadLetterQueueNotEmptyAlarm",
-            self.dead_letter_queue.metric_approximate_number_of_messages_visible(period=period, statistic="Maximum"),
-            description="Notifications are parked in the subscriber's dead-letter queue: not notifications, or an "
-            "effect that kept failing.",
-        )
-        alarm(
-            "oldest_message_too_old",
-            "OldestMessageTooOldAlarm",
-            self.queue.metric_approximate_age_of_oldest_message(period=period, statistic="Maximum"),
-            description="The oldest notification waiting for the subscriber is older than the threshold: the "
-            "function is behind or failing.",
-            threshold=self._props.oldest_message_age_threshold.to_seconds(),
-            sustained=True,
-            comparison=aws_cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-        )
-        alarm(
-            "function_errors",
-            "FunctionErrorsAlarm",
-            self.function.metric_errors(period=period, statistic="Sum"),
-            description="The subscriber's function fails whole invocations (crash, timeout, configuration).",
-            sustained=True,
+        sqs_function.add_standard_alarms(
+            self.alarm_factory,
+            queue=self.queue,
+            dead_letter_queue=self.dead_letter_queue,
+            function=self.function,
+            oldest_message_age_threshold=self._props.oldest_message_age_threshold,
+            meanings=STANDARD_ALARM_MEANINGS,
         )
 
     # ---- compliance ------------------------------------------------------------------------------
@@ -397,7 +347,4 @@ class IdempotentSubscriber(Construct):
         return table.grant(self.function, *EFFECT_WRITE_ACTIONS)
 
 
-def _whole_seconds(duration: Duration) -> str:
-    if duration.is_unresolved():
-        return Token.as_string(duration.to_seconds())
-    return str(int(duration.to_seconds()))
+core_props.document(IdempotentSubscriber, SubscriberProps)

@@ -1,42 +1,26 @@
-"""``IdempotentSubscriber``'s props in one value, their validation, and the values derived from them.
+"""``IdempotentSubscriber``'s props, each declared once, their validation, and the values derived from them.
 
-As for the pipeline (``idempotent_order_pipeline.props``): every check runs up front, every
-problem is collected, messages name the prop, the value received and what is allowed, and
-unresolved tokens are not checked. The service limits come from the pipeline's props module.
+As for the pipeline (``idempotent_order_pipeline.props``): every check runs up front, every problem is
+collected, messages name the prop, the value received and what is allowed, and unresolved tokens are
+not checked. The rules an SQS-fed function has (batching, redrive, function, retention, removal, alarm
+naming) are the core's (:mod:`idempotent_order_pipeline.core.rules`), shared with the pipeline; what is
+the subscriber's own (its source, handler, runtime, environment and lease) is here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields, replace
-from typing import TYPE_CHECKING, Any, get_type_hints
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any
 
 from aws_cdk import Duration, RemovalPolicy, Token, aws_cloudwatch, aws_lambda, aws_logs, aws_sns
 
-from idempotent_order_pipeline import monitoring, notifications
+from idempotent_order_pipeline import notifications
 from idempotent_order_pipeline._subscriber_layer.python.idempotent_subscriber import config
-from idempotent_order_pipeline.props import (
-    ALLOWED_REMOVAL_POLICIES,
-    DEAD_LETTER_RETENTION,
-    MAX_BATCH_SIZE_FIFO,
-    MAX_BATCH_SIZE_STANDARD,
-    MAX_BATCH_SIZE_WITHOUT_WINDOW,
-    MAX_BATCHING_WINDOW_SECONDS,
-    MAX_FUNCTION_TIMEOUT_SECONDS,
-    MAX_MAX_CONCURRENCY,
-    MAX_MEMORY_MB,
-    MAX_RECEIVE_COUNT,
-    MAX_VISIBILITY_TIMEOUT_SECONDS,
-    MIN_MAX_CONCURRENCY,
-    MIN_MEMORY_MB,
-    MIN_RETENTION_SECONDS,
-    VISIBILITY_TIMEOUT_FACTOR,
-    Findings,
-    as_time,
-    has_type,
-    seconds,
-    type_name,
-)
+from idempotent_order_pipeline.core import rules
+from idempotent_order_pipeline.core.props import Findings, prop, required
+from idempotent_order_pipeline.core.props import well_typed as _well_typed
+from idempotent_order_pipeline.core.rules import as_time, derived_visibility_timeout, seconds
 
 if TYPE_CHECKING:
     from idempotent_order_pipeline.construct import IdempotentOrderPipeline
@@ -52,71 +36,193 @@ LAYER_RUNTIMES = (
 
 @dataclass(frozen=True, kw_only=True)
 class SubscriberProps:
-    """Every prop of :class:`IdempotentSubscriber` with its default: the one home of the defaults.
+    """Every prop of :class:`IdempotentSubscriber`, declared once: its default, type, doc and allowed text.
 
-    What each prop does is documented once, in the class docstring of ``IdempotentSubscriber``;
-    a test keeps the constructor's signature equal to these fields.
+    The class docstring's ``:param`` lines are made from these fields (:mod:`idempotent_order_pipeline.core.props`);
+    a test proves the constructor's signature equal to them.
     """
 
-    code: aws_lambda.Code
-    handler: str
-    pipeline: Any = None  # IdempotentOrderPipeline | None (checked by validate: imported lazily)
-    topic: aws_sns.ITopic | None = None
-    runtime: aws_lambda.Runtime = aws_lambda.Runtime.PYTHON_3_14
-    architecture: aws_lambda.Architecture = aws_lambda.Architecture.ARM_64
-    memory_size: int = 256
-    function_timeout: Duration = Duration.seconds(30)
-    environment: Mapping[str, str] | None = None
-    filter_policy: Mapping[str, aws_sns.SubscriptionFilter] | None = None
-    filter_policy_with_message_body: Mapping[str, aws_sns.FilterOrPolicy] | None = None
-    raw_message_delivery: bool = True
-    batch_size: int = 10
-    max_batching_window: Duration | None = None
-    max_concurrency: int | None = None
-    max_receive_count: int = 5
-    lease: Duration | None = None
-    visibility_timeout: Duration | None = None
-    retention_period: Duration = Duration.days(4)
-    record_retention: Duration = Duration.days(30)
-    removal_policy: RemovalPolicy = RemovalPolicy.RETAIN
-    log_retention: aws_logs.RetentionDays = aws_logs.RetentionDays.ONE_MONTH
-    alarm_actions: Sequence[aws_cloudwatch.IAlarmAction] = ()
-    ok_actions: bool = True
-    alarm_name_prefix: str | None = None
-    runbook_url: str | None = None
-    oldest_message_age_threshold: Duration = Duration.minutes(15)
-    alarm_evaluation_periods: int = 3
-    create_alarms: bool = True
+    code: aws_lambda.Code = required(
+        "the team's function code (any ``aws_lambda.Code``).",
+        allowed="an aws_lambda.Code, e.g. Code.from_asset('shipping')",
+    )
+    handler: str = required(
+        "the team's handler, ``module.function``, e.g. ``'shipping.handler'``.",
+        allowed="a string, e.g. 'shipping.handler'",
+    )
+    pipeline: Any = prop(
+        None,  # an IdempotentOrderPipeline or None: checked by well_typed (the class is imported lazily)
+        "the ``IdempotentOrderPipeline`` whose notifications to act on (subscribed with its ``add_subscription``).",
+        default_means="give ``topic``",
+        allowed="an IdempotentOrderPipeline, or None with topic=",
+    )
+    topic: aws_sns.ITopic | None = prop(
+        None,
+        (
+            "the pipeline's topic, e.g. from another stack or ``Topic.from_topic_arn``. Exactly one of "
+            "``pipeline`` and ``topic``."
+        ),
+        default_means="give ``pipeline``",
+    )
+    runtime: aws_lambda.Runtime = prop(
+        aws_lambda.Runtime.PYTHON_3_14,
+        "the function's Python runtime, 3.11 to 3.14 (the layer's).",
+    )
+    architecture: aws_lambda.Architecture = prop(
+        aws_lambda.Architecture.ARM_64,
+        "the function's architecture (the layer is pure Python).",
+    )
+    memory_size: int = prop(
+        256,
+        "the function's memory in MB.",
+        allowed="an int (MB)",
+    )
+    function_timeout: Duration = prop(
+        Duration.seconds(30),
+        "the function's timeout.",
+        allowed="a Duration, e.g. Duration.seconds(30)",
+    )
+    environment: Mapping[str, str] | None = prop(
+        None,
+        "the team's own environment variables (the helper's ``ORDER_SUBSCRIBER_*`` ones are the construct's).",
+        default_means="none",
+    )
+    filter_policy: Mapping[str, aws_sns.SubscriptionFilter] | None = prop(
+        None,
+        (
+            'an SNS filter policy on the message attributes (``{"country": '
+            'SubscriptionFilter.string_filter(allowlist=["DE"])}``): only matching notifications reach '
+            "the queue. With ``pipeline``, a name its notifications never carry (``event_id``, "
+            "``order_id`` and its ``notification_attributes``) is a ``ValueError``: it would match "
+            "nothing."
+        ),
+        default_means="every notification",
+    )
+    filter_policy_with_message_body: Mapping[str, aws_sns.FilterOrPolicy] | None = prop(
+        None,
+        (
+            "a filter policy on the JSON body instead (SNS filters one scope per subscription), e.g. on "
+            'the fields of ``notification_body="order"``; with ``pipeline``, checked against the body it '
+            "sends."
+        ),
+    )
+    raw_message_delivery: bool = prop(
+        True,
+        (
+            "deliver the notification itself, its attributes as SQS message attributes, rather than SNS's "
+            "JSON envelope: smaller messages, and a body near SNS's size limit still fits the queue. The "
+            "helper reads both, so switching is safe with messages queued."
+        ),
+        allowed="True or False",
+    )
+    batch_size: int = prop(
+        10,
+        "records per invocation, 1..10 on a FIFO topic's queue, 1..10000 (above 10 needs ``max_batching_window``).",
+    )
+    max_batching_window: Duration | None = prop(
+        None,
+        "how long Lambda gathers records.",
+        default_means="invoke at once",
+        allowed="a Duration, e.g. Duration.seconds(5), or None",
+    )
+    max_concurrency: int | None = prop(
+        None,
+        "the most concurrent invocations, 2..1000.",
+        default_means="Lambda's scaling",
+    )
+    max_receive_count: int = prop(
+        5,
+        "deliveries before the queue moves a notification to the dead-letter queue.",
+    )
+    lease: Duration | None = prop(
+        None,
+        "how long a claim holds an event, at least ``function_timeout``.",
+        default_means="``function_timeout``: a live invocation never loses its claim",
+        allowed="a Duration, e.g. Duration.seconds(30), or None",
+    )
+    visibility_timeout: Duration | None = prop(
+        None,
+        "the queue's visibility timeout, longer than the lease.",
+        default_means="6x ``function_timeout`` plus ``max_batching_window``",
+        allowed="a Duration, e.g. Duration.minutes(3), or None",
+    )
+    retention_period: Duration = prop(
+        Duration.days(4),
+        "how long the queue keeps a notification, less than the dead-letter queue's fixed 14 days.",
+        allowed="a Duration, e.g. Duration.days(4)",
+    )
+    record_retention: Duration = prop(
+        Duration.days(30),
+        (
+            "how long a deduplication record lives after its last write (its ``ttl``), longer than "
+            "``retention_period`` + 14 days so it outlives every copy."
+        ),
+        allowed="a Duration, e.g. Duration.days(30)",
+    )
+    removal_policy: RemovalPolicy = prop(
+        RemovalPolicy.RETAIN,
+        (
+            "for the queues, the table and the log group: DESTROY, RETAIN or RETAIN_ON_UPDATE_OR_DELETE; "
+            "the table's deletion protection follows it."
+        ),
+        allowed="a RemovalPolicy, e.g. RemovalPolicy.RETAIN",
+    )
+    log_retention: aws_logs.RetentionDays = prop(
+        aws_logs.RetentionDays.ONE_MONTH,
+        "how long the function's log group keeps logs.",
+        allowed="an aws_logs.RetentionDays, e.g. RetentionDays.ONE_MONTH",
+    )
+    alarm_actions: Sequence[aws_cloudwatch.IAlarmAction] = prop(
+        (),
+        "actions every alarm runs when it fires (and on OK with ``ok_actions``).",
+    )
+    ok_actions: bool = prop(
+        True,
+        "run the same actions on OK.",
+        allowed="True or False",
+    )
+    alarm_name_prefix: str | None = prop(
+        None,
+        "alarms are named ``<prefix>-<key>``.",
+        default_means="the stack name and this construct's path, e.g. ``Shop-Shipping``",
+    )
+    runbook_url: str | None = prop(
+        None,
+        "the runbook every alarm description links.",
+        default_means="docs/subscriber.md's",
+    )
+    oldest_message_age_threshold: Duration = prop(
+        Duration.minutes(15),
+        "the queue age above which ``oldest_message_too_old`` fires, less than ``retention_period``.",
+        allowed="a Duration, e.g. Duration.minutes(15)",
+    )
+    alarm_evaluation_periods: int = prop(
+        3,
+        "breaching minutes before the age and error alarms fire.",
+    )
+    create_alarms: bool = prop(
+        True,
+        "create the alarms (False: ``alarm_definitions`` only).",
+        allowed="True or False",
+    )
+    event_source_metrics: bool = prop(
+        True,
+        "the event source mapping's ``EventCount`` metrics (polled, filtered out, invoked, failed, deleted; "
+        "billed as custom metrics), as the pipeline's mapping has them.",
+        allowed="True or False",
+    )
 
-    @classmethod
-    def from_arguments(cls, arguments: Mapping[str, Any]) -> SubscriberProps:
-        """The props among ``arguments`` (a constructor's ``locals()``): every field, nothing else."""
-        return cls(**{name: arguments[name] for name in PROP_NAMES})
+    @property
+    def fifo(self) -> bool:
+        """Whether the topic is FIFO (then so are the queues)."""
+        topic = topic_of(self)
+        return bool(topic is not None and topic.fifo is True)
 
 
 #: The props' names, in the constructor's order.
 PROP_NAMES = tuple(prop.name for prop in fields(SubscriberProps))
 #: Every optional prop's default (``code`` and ``handler`` have none).
 DEFAULTS = SubscriberProps(code=None, handler="")  # type: ignore[arg-type]
-
-_ALLOWED_TYPE_TEXT = {
-    "code": "an aws_lambda.Code, e.g. Code.from_asset('shipping')",
-    "handler": "a string, e.g. 'shipping.handler'",
-    "pipeline": "an IdempotentOrderPipeline, or None with topic=",
-    "raw_message_delivery": "True or False",
-    "ok_actions": "True or False",
-    "create_alarms": "True or False",
-    "memory_size": "an int (MB)",
-    "function_timeout": "a Duration, e.g. Duration.seconds(30)",
-    "lease": "a Duration, e.g. Duration.seconds(30), or None",
-    "visibility_timeout": "a Duration, e.g. Duration.minutes(3), or None",
-    "retention_period": "a Duration, e.g. Duration.days(4)",
-    "record_retention": "a Duration, e.g. Duration.days(30)",
-    "oldest_message_age_threshold": "a Duration, e.g. Duration.minutes(15)",
-    "max_batching_window": "a Duration, e.g. Duration.seconds(5), or None",
-    "removal_policy": "a RemovalPolicy, e.g. RemovalPolicy.RETAIN",
-    "log_retention": "an aws_logs.RetentionDays, e.g. RetentionDays.ONE_MONTH",
-}
 
 
 def _is_pipeline(value: Any) -> bool:
@@ -126,21 +232,8 @@ def _is_pipeline(value: Any) -> bool:
 
 
 def well_typed(props: SubscriberProps, findings: Findings) -> SubscriberProps:
-    """Report every prop of the wrong type; return the props with those at their defaults."""
-    hints = get_type_hints(SubscriberProps)
-    wrong: dict[str, Any] = {}
-    for name in PROP_NAMES:
-        value = getattr(props, name)
-        fits = (value is None or _is_pipeline(value)) if name == "pipeline" else has_type(value, hints[name])
-        if not fits:
-            allowed = _ALLOWED_TYPE_TEXT.get(name) or type_name(hints[name])
-            findings.errors.append(f"{name}={value!r} ({type(value).__name__}): allowed {allowed}")
-            wrong[name] = getattr(DEFAULTS, name)
-    return replace(props, **wrong) if wrong else props
-
-
-def _number(value: float | None) -> float | None:
-    return None if value is None or Token.is_unresolved(value) else value
+    """Report every prop of the wrong type; return the props with those at their defaults (core's rule)."""
+    return _well_typed(props, DEFAULTS, findings, fits={"pipeline": lambda value: value is None or _is_pipeline(value)})
 
 
 def topic_of(props: SubscriberProps) -> aws_sns.ITopic | None:
@@ -149,36 +242,34 @@ def topic_of(props: SubscriberProps) -> aws_sns.ITopic | None:
     return pipeline.topic if pipeline is not None else props.topic
 
 
-def is_fifo(props: SubscriberProps) -> bool:
-    """Whether the topic is FIFO (then so are the queues)."""
-    topic = topic_of(props)
-    return bool(topic is not None and topic.fifo is True)
-
-
 def derived_lease(props: SubscriberProps) -> Duration:
     """The claim's lease: the prop, else the function timeout (a live invocation never loses its claim)."""
     return props.lease if props.lease is not None else props.function_timeout
-
-
-def derived_visibility_timeout(props: SubscriberProps) -> Duration:
-    """The prop, else 6x the function timeout plus the batching window (longer than the lease by default)."""
-    if props.visibility_timeout is not None:
-        return props.visibility_timeout
-    timeout = seconds(props.function_timeout)
-    window = seconds(props.max_batching_window) or 0
-    if timeout is None:
-        return Duration.seconds(0)  # reported by validate()
-    return Duration.seconds(int(VISIBILITY_TIMEOUT_FACTOR * timeout + window))
 
 
 def validate(props: SubscriberProps, findings: Findings | None = None) -> Findings:
     """Check every prop's value (of the right type: see :func:`well_typed`); collect every problem."""
     findings = Findings() if findings is None else findings
     _check_source(props, findings)
-    _check_function(props, findings)
-    _check_batching(props, findings)
-    _check_times(props, findings)
-    _check_alarms(props, findings)
+    _check_code(props, findings)
+    rules.check_batching(props, findings, fifo=props.fifo)
+    rules.check_redrive(props, findings, item="notification")
+    rules.check_function(props, findings)
+    _check_lease(props, findings)
+    rules.check_retention(
+        props,
+        findings,
+        record="a deduplication record",
+        expires="it expires record_retention after its last write",
+    )
+    rules.check_removal(props, findings, resources="the queues, the table and the log group")
+    rules.check_alarms(
+        props,
+        findings,
+        default_prefix="the stack name and this construct's path",
+        item="notifications",
+        default_runbook="docs/subscriber.md",
+    )
     return findings
 
 
@@ -215,7 +306,8 @@ def _check_filter_against_pipeline(props: SubscriberProps, errors: list[str]) ->
             errors.extend(problem.replace("filter_policy", name, 1) for problem in problems)
 
 
-def _check_function(props: SubscriberProps, findings: Findings) -> None:
+def _check_code(props: SubscriberProps, findings: Findings) -> None:
+    """The team's handler, a runtime the helper's layer serves, and no variable the construct owns."""
     errors = findings.errors
     if not Token.is_unresolved(props.handler) and not props.handler.strip():
         errors.append(f"handler={props.handler!r}: allowed a non-empty 'module.function', e.g. 'shipping.handler'")
@@ -224,9 +316,6 @@ def _check_function(props: SubscriberProps, findings: Findings) -> None:
             f"runtime={props.runtime.name}: allowed {', '.join(r.name for r in LAYER_RUNTIMES)} (the helper's layer "
             "is Python)"
         )
-    memory = _number(props.memory_size)
-    if memory is not None and not MIN_MEMORY_MB <= memory <= MAX_MEMORY_MB:
-        errors.append(f"memory_size={props.memory_size!r}: allowed {MIN_MEMORY_MB}..{MAX_MEMORY_MB} MB")
     owned = sorted(set(props.environment or {}) & set(config.VARIABLES))
     if owned:
         errors.append(
@@ -235,103 +324,21 @@ def _check_function(props: SubscriberProps, findings: Findings) -> None:
         )
 
 
-def _check_batching(props: SubscriberProps, findings: Findings) -> None:
-    errors = findings.errors
-    fifo = is_fifo(props)
-    batch_size = _number(props.batch_size)
-    window = seconds(props.max_batching_window)
-    if batch_size is not None:
-        limit = MAX_BATCH_SIZE_FIFO if fifo else MAX_BATCH_SIZE_STANDARD
-        if not 1 <= batch_size <= limit:
-            errors.append(f"batch_size={props.batch_size!r}: allowed 1..{limit} for {'a FIFO' if fifo else 'a'} queue")
-        elif batch_size > MAX_BATCH_SIZE_WITHOUT_WINDOW and not window:
-            errors.append(
-                f"batch_size={props.batch_size!r}: above {MAX_BATCH_SIZE_WITHOUT_WINDOW} Lambda requires "
-                "max_batching_window of at least 1 second"
-            )
-    if window is not None:
-        if fifo and window > 0:
-            errors.append(f"max_batching_window={as_time(window)}: not supported for a FIFO queue (allowed: None)")
-        elif not 0 <= window <= MAX_BATCHING_WINDOW_SECONDS:
-            errors.append(f"max_batching_window={as_time(window)}: allowed 0..{MAX_BATCHING_WINDOW_SECONDS} seconds")
-    concurrency = _number(props.max_concurrency)
-    if concurrency is not None and not MIN_MAX_CONCURRENCY <= concurrency <= MAX_MAX_CONCURRENCY:
-        errors.append(
-            f"max_concurrency={props.max_concurrency!r}: allowed None or {MIN_MAX_CONCURRENCY}..{MAX_MAX_CONCURRENCY}"
-        )
-    count = _number(props.max_receive_count)
-    if count is not None and not 1 <= count <= MAX_RECEIVE_COUNT:
-        errors.append(f"max_receive_count={props.max_receive_count!r}: allowed 1..{MAX_RECEIVE_COUNT}")
-
-
-def _check_times(props: SubscriberProps, findings: Findings) -> None:
-    """The protocol's order of times: function timeout <= lease < visibility timeout; records outlive copies."""
+def _check_lease(props: SubscriberProps, findings: Findings) -> None:
+    """The protocol's order of times: function timeout <= lease < visibility timeout."""
     errors = findings.errors
     timeout = seconds(props.function_timeout)
-    if timeout is not None and not 1 <= timeout <= MAX_FUNCTION_TIMEOUT_SECONDS:
-        errors.append(f"function_timeout={as_time(timeout)}: allowed 1..{MAX_FUNCTION_TIMEOUT_SECONDS} seconds")
-        return
+    if timeout is None or not 1 <= timeout <= rules.MAX_FUNCTION_TIMEOUT_SECONDS:
+        return  # a token, or reported by rules.check_function
     lease = seconds(derived_lease(props))
-    if props.lease is not None and lease is not None and timeout is not None and lease < timeout:
+    if props.lease is not None and lease is not None and lease < timeout:
         errors.append(
             f"lease={as_time(lease)}: must be at least function_timeout ({as_time(timeout)}), so a live invocation "
             "never loses its claim to another copy"
         )
-    if props.visibility_timeout is None and props.function_timeout.is_unresolved():
-        errors.append("visibility_timeout=None: cannot be derived from a function_timeout that is a token; give it")
     visibility = seconds(derived_visibility_timeout(props))
-    if visibility is not None and lease is not None:
-        if not 0 < visibility <= MAX_VISIBILITY_TIMEOUT_SECONDS:
-            errors.append(
-                f"visibility_timeout={as_time(visibility)}: allowed 1..{MAX_VISIBILITY_TIMEOUT_SECONDS} seconds"
-            )
-        elif visibility <= lease:
-            errors.append(
-                f"visibility_timeout={as_time(visibility)}: must be longer than the lease ({as_time(lease)}), so a "
-                "copy redelivered after a crash finds the crashed claim expired"
-            )
-    retention = seconds(props.retention_period)
-    dlq_retention = DEAD_LETTER_RETENTION.to_seconds()
-    if retention is not None and not MIN_RETENTION_SECONDS <= retention < dlq_retention:
+    if visibility is not None and lease is not None and visibility > 0 and visibility <= lease:
         errors.append(
-            f"retention_period={as_time(retention)}: allowed from 60 seconds to less than the dead-letter queue's "
-            f"{as_time(dlq_retention)}"
+            f"visibility_timeout={as_time(visibility)}: must be longer than the lease ({as_time(lease)}), so a "
+            "copy redelivered after a crash finds the crashed claim expired"
         )
-    record = seconds(props.record_retention)
-    if record is not None and retention is not None and record <= retention + dlq_retention:
-        errors.append(
-            f"record_retention={as_time(record)}: must be longer than retention_period + dead-letter retention "
-            f"({as_time(retention + dlq_retention)}), so a deduplication record outlives every copy of its notification"
-        )
-    if props.removal_policy not in ALLOWED_REMOVAL_POLICIES:
-        errors.append(
-            f"removal_policy={props.removal_policy}: allowed DESTROY, RETAIN or RETAIN_ON_UPDATE_OR_DELETE (queues, "
-            "table and log group cannot be snapshotted)"
-        )
-
-
-def _check_alarms(props: SubscriberProps, findings: Findings) -> None:
-    errors = findings.errors
-    threshold = seconds(props.oldest_message_age_threshold)
-    retention = seconds(props.retention_period)
-    if threshold is not None and threshold <= 0:
-        errors.append(f"oldest_message_age_threshold={as_time(threshold)}: allowed more than 0 seconds")
-    elif threshold is not None and retention is not None and threshold >= retention:
-        errors.append(
-            f"oldest_message_age_threshold={as_time(threshold)}: must be less than retention_period "
-            f"({as_time(retention)}), or notifications expire before the alarm fires"
-        )
-    periods = _number(props.alarm_evaluation_periods)
-    if periods is not None and periods < 1:
-        errors.append(f"alarm_evaluation_periods={props.alarm_evaluation_periods!r}: allowed 1 or more")
-    prefix = props.alarm_name_prefix
-    limit = monitoring.MAX_ALARM_NAME_PREFIX_LENGTH
-    if (
-        prefix is not None
-        and not Token.is_unresolved(prefix)
-        and not (0 < len(prefix) <= limit and prefix.isascii() and prefix.isprintable())
-    ):
-        errors.append(f"alarm_name_prefix={prefix!r}: allowed 1..{limit} printable ASCII characters, or None")
-    url = props.runbook_url
-    if url is not None and not Token.is_unresolved(url) and not url.startswith(("https://", "http://")):
-        errors.append(f"runbook_url={url!r}: allowed an http(s):// URL, or None")
