@@ -71,7 +71,7 @@ def test_make_test_runs_on_the_oldest_python_allowed_and_on_the_functions_runtim
 
 def aws_lambda_runtime() -> str:
     """The consumer function's runtime name, read from the construct's source (no CDK import here)."""
-    source = (REPO / "infra" / "idempotent_order_pipeline" / "construct.py").read_text()
+    source = (REPO / "infra" / "idempotent_order_pipeline" / "core" / "sqs_function.py").read_text()
     match = re.search(r"aws_lambda\.Runtime\.PYTHON_(\d+)_(\d+)", source)
     assert match is not None
     return f"python{match[1]}.{match[2]}"

@@ -162,3 +162,14 @@ def test_only_the_stand_ins_front_imports_the_stand_in() -> None:
     # never imports moto or patches it
     importers = {name for name, targets in outside.items() if any(t.startswith(SANDBOX) for t in targets)}
     assert importers == {SANDBOX_FRONT}
+
+
+def test_every_package_of_the_library_is_in_the_distribution() -> None:
+    # GIVEN the packages pyproject.toml ships and the library's packages on disk
+    import tomllib
+
+    shipped = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    on_disk = {module_name(init) for init in (ROOT / PACKAGE).rglob("__init__.py") if "__pycache__" not in init.parts}
+    assert {PACKAGE, f"{PACKAGE}.core", SANDBOX} <= on_disk
+    # THEN each is shipped (a package left out fails only once installed, as core did)
+    assert on_disk - shipped == set()

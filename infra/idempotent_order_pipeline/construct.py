@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import warnings
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypedDict
@@ -15,7 +15,6 @@ from aws_cdk import (
     Annotations,
     CfnResource,
     Duration,
-    RemovalPolicy,
     Stack,
     Token,
     aws_cloudwatch,
@@ -23,9 +22,7 @@ from aws_cdk import (
     aws_dynamodb,
     aws_ec2,
     aws_iam,
-    aws_kms,
     aws_lambda,
-    aws_logs,
     aws_sns,
     aws_sqs,
 )
@@ -55,11 +52,12 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_ind
     PENDING_INDEX_NAME,
 )
 from idempotent_order_pipeline.core import props as core_props
-from idempotent_order_pipeline.core import sqs_function
+from idempotent_order_pipeline.core import sqs_function, tables
 from idempotent_order_pipeline.core.props import WARNING_PREFIX, Findings
 from idempotent_order_pipeline.discovery import mark as mark_for_discovery
 from idempotent_order_pipeline.props import (
     DEFAULTS,
+    PipelineKwargs,
     PipelineProps,
     derived_reconcile_after,
     validate,
@@ -195,119 +193,15 @@ class IdempotentOrderPipeline(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        fifo: bool = DEFAULTS.fifo,
-        batch_size: int = DEFAULTS.batch_size,
-        max_batching_window: Duration | None = DEFAULTS.max_batching_window,
-        max_concurrency: int | None = DEFAULTS.max_concurrency,
-        max_receive_count: int = DEFAULTS.max_receive_count,
-        function_timeout: Duration = DEFAULTS.function_timeout,
-        memory_size: int = DEFAULTS.memory_size,
-        visibility_timeout: Duration | None = DEFAULTS.visibility_timeout,
-        retention_period: Duration = DEFAULTS.retention_period,
-        record_retention: Duration = DEFAULTS.record_retention,
-        max_message_size: int = DEFAULTS.max_message_size,
-        identity_fields: Sequence[str] = DEFAULTS.identity_fields,
-        service_name: str | None = DEFAULTS.service_name,
-        metrics_namespace: str = DEFAULTS.metrics_namespace,
-        encryption_key: aws_kms.IKey | None = DEFAULTS.encryption_key,
-        removal_policy: RemovalPolicy = DEFAULTS.removal_policy,
-        log_retention: aws_logs.RetentionDays = DEFAULTS.log_retention,
-        powertools_layer: aws_lambda.ILayerVersion | None = DEFAULTS.powertools_layer,
-        oldest_message_age_threshold: Duration = DEFAULTS.oldest_message_age_threshold,
-        alarm_evaluation_periods: int = DEFAULTS.alarm_evaluation_periods,
-        existing_queue: aws_sqs.IQueue | None = DEFAULTS.existing_queue,
-        existing_dead_letter_queue: aws_sqs.IQueue | None = DEFAULTS.existing_dead_letter_queue,
-        existing_topic: aws_sns.ITopic | None = DEFAULTS.existing_topic,
-        existing_processed_events_table: aws_dynamodb.ITable | None = DEFAULTS.existing_processed_events_table,
-        existing_order_records_table: aws_dynamodb.ITable | None = DEFAULTS.existing_order_records_table,
-        queue_props: Mapping[str, Any] | aws_sqs.QueueProps | None = DEFAULTS.queue_props,
-        dead_letter_queue_props: Mapping[str, Any] | aws_sqs.QueueProps | None = DEFAULTS.dead_letter_queue_props,
-        table_props: Mapping[str, Any] | None = DEFAULTS.table_props,
-        topic_props: Mapping[str, Any] | aws_sns.TopicProps | None = DEFAULTS.topic_props,
-        function_props: Mapping[str, Any] | aws_lambda.FunctionOptions | None = DEFAULTS.function_props,
-        vpc: aws_ec2.IVpc | None = DEFAULTS.vpc,
-        vpc_subnets: aws_ec2.SubnetSelection | None = DEFAULTS.vpc_subnets,
-        security_groups: Sequence[aws_ec2.ISecurityGroup] | None = DEFAULTS.security_groups,
-        create_vpc_endpoints: bool = DEFAULTS.create_vpc_endpoints,
-        reserved_concurrency: int | None = DEFAULTS.reserved_concurrency,
-        fifo_high_throughput: bool = DEFAULTS.fifo_high_throughput,
-        provisioned_pollers: aws_lambda.ProvisionedPollerConfig | None = DEFAULTS.provisioned_pollers,
-        tracing: bool = DEFAULTS.tracing,
-        snap_start: bool = DEFAULTS.snap_start,
-        alarm_actions: Sequence[aws_cloudwatch.IAlarmAction] = DEFAULTS.alarm_actions,
-        ok_actions: bool = DEFAULTS.ok_actions,
-        alarm_name_prefix: str | None = DEFAULTS.alarm_name_prefix,
-        runbook_url: str | None = DEFAULTS.runbook_url,
-        alarm_overrides: Mapping[str, monitoring.AlarmOverride] | None = DEFAULTS.alarm_overrides,
-        dashboard: bool = DEFAULTS.dashboard,
-        create_alarms: bool = DEFAULTS.create_alarms,
-        event_source_metrics: bool = DEFAULTS.event_source_metrics,
-        reconcile_every: Duration | None = DEFAULTS.reconcile_every,
-        reconcile_after: Duration | None = DEFAULTS.reconcile_after,
-        order_schema: Mapping[str, Any] | None = DEFAULTS.order_schema,
-        notification_attributes: Sequence[str] = DEFAULTS.notification_attributes,
-        notification_body: str = DEFAULTS.notification_body,
         alarm_action: aws_sns.ITopic | None = None,
+        **kwargs: Unpack[PipelineKwargs],
     ) -> None:
-        props = PipelineProps(
-            fifo=fifo,
-            batch_size=batch_size,
-            max_batching_window=max_batching_window,
-            max_concurrency=max_concurrency,
-            max_receive_count=max_receive_count,
-            function_timeout=function_timeout,
-            memory_size=memory_size,
-            visibility_timeout=visibility_timeout,
-            retention_period=retention_period,
-            max_message_size=max_message_size,
-            record_retention=record_retention,
-            identity_fields=identity_fields,
-            service_name=service_name,
-            metrics_namespace=metrics_namespace,
-            encryption_key=encryption_key,
-            removal_policy=removal_policy,
-            log_retention=log_retention,
-            powertools_layer=powertools_layer,
-            alarm_actions=alarm_actions,
-            ok_actions=ok_actions,
-            alarm_name_prefix=alarm_name_prefix,
-            runbook_url=runbook_url,
-            alarm_overrides=alarm_overrides,
-            dashboard=dashboard,
-            create_alarms=create_alarms,
-            event_source_metrics=event_source_metrics,
-            oldest_message_age_threshold=oldest_message_age_threshold,
-            alarm_evaluation_periods=alarm_evaluation_periods,
-            existing_queue=existing_queue,
-            existing_dead_letter_queue=existing_dead_letter_queue,
-            existing_topic=existing_topic,
-            existing_processed_events_table=existing_processed_events_table,
-            existing_order_records_table=existing_order_records_table,
-            queue_props=queue_props,
-            dead_letter_queue_props=dead_letter_queue_props,
-            table_props=table_props,
-            topic_props=topic_props,
-            function_props=function_props,
-            vpc=vpc,
-            vpc_subnets=vpc_subnets,
-            security_groups=security_groups,
-            create_vpc_endpoints=create_vpc_endpoints,
-            reserved_concurrency=reserved_concurrency,
-            fifo_high_throughput=fifo_high_throughput,
-            provisioned_pollers=provisioned_pollers,
-            tracing=tracing,
-            snap_start=snap_start,
-            reconcile_every=reconcile_every,
-            reconcile_after=reconcile_after,
-            order_schema=order_schema,
-            notification_attributes=notification_attributes,
-            notification_body=notification_body,
-        )
+        props = core_props.given(PipelineProps, kwargs, "IdempotentOrderPipeline")
         super().__init__(scope, construct_id)
         if alarm_action is not None:
             props = replace(props, alarm_actions=(*props.alarm_actions, _deprecated_alarm_action(alarm_action)))
         self._props = props
-        self._service_name = service_name or self._default_service_name()
+        self._service_name = props.service_name or sqs_function.default_name(self)
         self._validate(props)
 
         self.dead_letter_queue: aws_sqs.IQueue = self._dead_letter_queue()
@@ -335,10 +229,10 @@ class IdempotentOrderPipeline(Construct):
         """Makes every alarm alike (name prefix, runbook, actions, overrides); sub-constructs add theirs here."""
         sqs_function.add_standard_alarms(
             self.alarm_factory,
+            props,
             queue=self.queue,
             dead_letter_queue=self.dead_letter_queue,
             function=self.function,
-            oldest_message_age_threshold=props.oldest_message_age_threshold,
             meanings=STANDARD_ALARM_MEANINGS,
         )
         monitoring.create_alarms(self.alarm_factory, watched)
@@ -396,12 +290,6 @@ class IdempotentOrderPipeline(Construct):
             create=props.create_alarms,
         )
 
-    def _default_service_name(self) -> str:
-        """The stack name and this construct's path inside the stack: unique per account and region."""
-        stack = Stack.of(self)
-        inside_stack = self.node.path.removeprefix(f"{stack.node.path}/")
-        return "-".join([stack.stack_name, *inside_stack.split("/")])
-
     def _monitored_resources(self) -> monitoring.MonitoredResources:
         return monitoring.MonitoredResources(
             queue=self.queue,
@@ -449,11 +337,7 @@ class IdempotentOrderPipeline(Construct):
     def _table(self, spec: resources.TableSpec, existing: aws_dynamodb.ITable | None) -> aws_dynamodb.ITable:
         if existing is not None:
             return existing
-        table = aws_dynamodb.Table(self, spec.construct_id, **resources.table_kwargs(self._props, spec))
-        cfn_table = table.node.default_child
-        assert isinstance(cfn_table, aws_dynamodb.CfnTable)
-        removal.protect_while_kept(cfn_table)
-        return table
+        return tables.build_table(self, spec.construct_id, **resources.table_kwargs(self._props, spec))
 
     def _processed_events_table(self) -> aws_dynamodb.ITable:
         """The idempotency table, with the reconciler's pending index when the construct creates it."""
@@ -525,19 +409,18 @@ class IdempotentOrderPipeline(Construct):
             role.add_to_principal_policy(statement)
         layer = props.powertools_layer or powertools.default_powertools_layer(self, "PowertoolsLayer")
         defaults: dict[str, Any] = {
-            "description": "Records each order from the queue exactly once in DynamoDB, then announces it on SNS.",
-            "runtime": aws_lambda.Runtime.PYTHON_3_14,
-            "architecture": aws_lambda.Architecture.ARM_64,
-            "handler": asset.HANDLER,
-            "code": self._function_code(),
-            "layers": [layer],
-            "memory_size": props.memory_size,
-            "timeout": props.function_timeout,
+            **sqs_function.function_defaults(
+                props,
+                description="Records each order from the queue exactly once in DynamoDB, then announces it on SNS.",
+                code=self._function_code(),
+                handler=asset.HANDLER,
+                layers=[layer],
+                environment=self._environment(),
+                log_group=log_group,
+                role=role,
+            ),
             "tracing": aws_lambda.Tracing.ACTIVE if props.tracing else None,
             "snap_start": aws_lambda.SnapStartConf.ON_PUBLISHED_VERSIONS if props.snap_start else None,
-            "log_group": log_group,
-            "role": role,
-            "environment": self._environment(),
             "reserved_concurrent_executions": props.reserved_concurrency,
             "vpc": props.vpc,
             "vpc_subnets": props.vpc_subnets,
@@ -548,12 +431,7 @@ class IdempotentOrderPipeline(Construct):
             self, "Function", **resources.merged(defaults, resources.function_overrides(props), {})
         )
         self._event_source = sqs_function.build_event_source(
-            self._queue_without_key(),
-            batch_size=props.batch_size,
-            max_batching_window=props.max_batching_window,
-            max_concurrency=props.max_concurrency,
-            metrics=props.event_source_metrics,
-            provisioned_pollers=props.provisioned_pollers,
+            self._queue_without_key(), props, provisioned_pollers=props.provisioned_pollers
         )
         if props.snap_start:
             # SnapStart applies to published versions only: the mapping invokes the alias, never $LATEST.
@@ -891,4 +769,4 @@ class IdempotentOrderPipeline(Construct):
         return self._outcome_metric("TransientFailures", **options)
 
 
-core_props.document(IdempotentOrderPipeline, PipelineProps)
+core_props.document(IdempotentOrderPipeline, PipelineProps, DEFAULTS)

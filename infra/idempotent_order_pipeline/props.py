@@ -13,14 +13,11 @@ from typing import Any
 
 from aws_cdk import (
     Duration,
-    RemovalPolicy,
     Token,
-    aws_cloudwatch,
     aws_dynamodb,
     aws_ec2,
     aws_kms,
     aws_lambda,
-    aws_logs,
     aws_sns,
     aws_sqs,
 )
@@ -29,6 +26,7 @@ from idempotent_order_pipeline import monitoring
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.batching import MAX_MESSAGE_BYTES
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.notification import BODY_THIN
 from idempotent_order_pipeline.core import rules
+from idempotent_order_pipeline.core.function_props import SqsFunctionKwargs, SqsFunctionProps
 from idempotent_order_pipeline.core.props import Findings, prop
 from idempotent_order_pipeline.core.props import well_typed as _well_typed
 from idempotent_order_pipeline.core.rules import as_time, derived_visibility_timeout, number, seconds
@@ -45,7 +43,7 @@ MIN_POLLERS, MAX_MINIMUM_POLLERS, MAX_MAXIMUM_POLLERS = 2, 200, 2000
 
 
 @dataclass(frozen=True, kw_only=True)
-class PipelineProps:
+class PipelineProps(SqsFunctionProps):
     """Every prop of :class:`IdempotentOrderPipeline`, declared once: its default, type, doc and allowed text.
 
     The class docstring's ``:param`` lines and docs/construct.md's props table are made from these
@@ -62,49 +60,11 @@ class PipelineProps:
         default_means="standard",
         allowed="True or False",
     )
-    batch_size: int = prop(
-        10,
-        "records per Lambda invocation, 1..10 for FIFO, 1..10000 otherwise (above 10 needs ``max_batching_window``).",
-    )
-    max_batching_window: Duration | None = prop(
-        None,
-        "how long Lambda gathers records before invoking. Not supported for FIFO.",
-        default_means="invoke as soon as records are available",
-        allowed="a Duration, e.g. Duration.seconds(5), or None",
-    )
-    max_concurrency: int | None = prop(
-        None,
-        "the most concurrent invocations the event source may start, 2..1000.",
-        default_means="Lambda's own scaling, up to the account limit",
-    )
-    max_receive_count: int = prop(
-        5,
-        "deliveries before SQS moves a message to the dead-letter queue, at least 1; below 5 adds a warning.",
-    )
-    function_timeout: Duration = prop(
-        Duration.seconds(30),
-        "the Lambda timeout.",
-        allowed="a Duration, e.g. Duration.seconds(30)",
-    )
     memory_size: int = prop(
         1769,
         "the Lambda memory in MB.",
         default_means="one full vCPU; chosen by `make bench`'s memory sweep",
         allowed="an int (MB)",
-    )
-    visibility_timeout: Duration | None = prop(
-        None,
-        (
-            "the queue's visibility timeout, at least ``function_timeout``; below 6x ``function_timeout`` "
-            "adds a warning."
-        ),
-        default_means="6x ``function_timeout`` plus ``max_batching_window``, AWS's advice for SQS event sources",
-        allowed="a Duration, e.g. Duration.minutes(3), or None",
-    )
-    retention_period: Duration = prop(
-        Duration.days(4),
-        "how long the queue keeps a message, less than the dead-letter queue's fixed 14 days.",
-        allowed="a Duration, e.g. Duration.days(4)",
     )
     record_retention: Duration = prop(
         Duration.days(30),
@@ -162,21 +122,6 @@ class PipelineProps:
             "keys on the tables"
         ),
     )
-    removal_policy: RemovalPolicy = prop(
-        RemovalPolicy.RETAIN,
-        (
-            "what happens to the tables, queues, topic and log group the construct creates when they "
-            "leave the stack: DESTROY, RETAIN or RETAIN_ON_UPDATE_OR_DELETE (SNAPSHOT is an error: none "
-            "of them can be snapshotted). Table deletion protection follows the policy the stack ends up "
-            "with, including ``RemovalPolicies.of(...)`` applied later: on unless deleted."
-        ),
-        allowed="a RemovalPolicy, e.g. RemovalPolicy.RETAIN",
-    )
-    log_retention: aws_logs.RetentionDays = prop(
-        aws_logs.RetentionDays.ONE_MONTH,
-        "how long the function's log group keeps logs.",
-        allowed="an aws_logs.RetentionDays, e.g. RetentionDays.ONE_MONTH",
-    )
     powertools_layer: aws_lambda.ILayerVersion | None = prop(
         None,
         "the layer providing Powertools for AWS Lambda (Python).",
@@ -185,18 +130,6 @@ class PipelineProps:
             "from Powertools' public SSM parameter through the stack parameter ``PowertoolsLayerArn``; an "
             "error in a region of aws-cn or aws-us-gov, which have no such parameter; see "
             "``idempotent_order_pipeline.powertools``"
-        ),
-    )
-    oldest_message_age_threshold: Duration = prop(
-        Duration.minutes(15),
-        "the queue age above which the backlog alarm fires, less than ``retention_period``.",
-        allowed="a Duration, e.g. Duration.minutes(15)",
-    )
-    alarm_evaluation_periods: int = prop(
-        3,
-        (
-            "consecutive breaching minutes before a sustained alarm (age, errors, throttles) fires; event "
-            "alarms fire on the first."
         ),
     )
     existing_queue: aws_sqs.IQueue | None = prop(
@@ -340,36 +273,6 @@ class PipelineProps:
         default_means="no version, no alias; the mapping invokes ``$LATEST``",
         allowed="True or False",
     )
-    alarm_actions: Sequence[aws_cloudwatch.IAlarmAction] = prop(
-        (),
-        (
-            "actions (``aws_cloudwatch_actions.SnsAction``, ``LambdaAction``, any ``IAlarmAction``) every "
-            "alarm runs when it fires and, with ``ok_actions``, when it clears."
-        ),
-        default_means="alarms without actions",
-    )
-    ok_actions: bool = prop(
-        True,
-        "run the same actions on OK, so a pager incident resolves itself.",
-        allowed="True or False",
-    )
-    alarm_name_prefix: str | None = prop(
-        None,
-        (
-            "every alarm is named ``<prefix>-<key>`` (the key in ``alarms``); alarm names are unique per "
-            "account and region, so two pipelines there need two prefixes (changing it replaces the "
-            "alarms, which hold no state)."
-        ),
-        default_means="the service name, see ``service_name``, unique per stack and construct path",
-    )
-    runbook_url: str | None = prop(
-        None,
-        "the runbook every alarm's description links, next to what it means.",
-        default_means=(
-            "the description names this library's runbook, in docs/operations.md; a warning when the "
-            "alarms have actions"
-        ),
-    )
     alarm_overrides: Mapping[str, monitoring.AlarmOverride] | None = prop(
         None,
         (
@@ -381,24 +284,6 @@ class PipelineProps:
     dashboard: bool = prop(
         True,
         "create the CloudWatch dashboard (3 USD a month beyond an account's 3 free ones).",
-        allowed="True or False",
-    )
-    create_alarms: bool = prop(
-        True,
-        (
-            "create the CloudWatch alarms. False: create none, and monitor the pipeline with your own "
-            "tool from ``alarm_definitions`` (each alarm's metric, threshold, periods and description; "
-            "docs/operations.md shows cdk-monitoring-constructs' ``MonitoringFacade``)."
-        ),
-        allowed="True or False",
-    )
-    event_source_metrics: bool = prop(
-        True,
-        (
-            "the event source mapping's ``EventCount`` metrics (polled, filtered out, invoked, failed, "
-            "deleted; billed as custom metrics), on the dashboard and behind the "
-            "``messages_polled_not_deleted`` alarm."
-        ),
         allowed="True or False",
     )
     reconcile_every: Duration | None = prop(
@@ -467,6 +352,44 @@ class PipelineProps:
     def alarm_override_map(self) -> Mapping[str, monitoring.AlarmOverride]:
         """``alarm_overrides``, None as empty."""
         return self.alarm_overrides or {}
+
+
+class PipelineKwargs(SqsFunctionKwargs, total=False):
+    """The constructor's keyword arguments: one per field of :class:`PipelineProps` (a test keeps the two equal)."""
+
+    fifo: bool
+    max_message_size: int
+    identity_fields: Sequence[str]
+    service_name: str | None
+    metrics_namespace: str
+    encryption_key: aws_kms.IKey | None
+    powertools_layer: aws_lambda.ILayerVersion | None
+    existing_queue: aws_sqs.IQueue | None
+    existing_dead_letter_queue: aws_sqs.IQueue | None
+    existing_topic: aws_sns.ITopic | None
+    existing_processed_events_table: aws_dynamodb.ITable | None
+    existing_order_records_table: aws_dynamodb.ITable | None
+    queue_props: Mapping[str, Any] | aws_sqs.QueueProps | None
+    dead_letter_queue_props: Mapping[str, Any] | aws_sqs.QueueProps | None
+    table_props: Mapping[str, Any] | None
+    topic_props: Mapping[str, Any] | aws_sns.TopicProps | None
+    function_props: Mapping[str, Any] | aws_lambda.FunctionOptions | None
+    vpc: aws_ec2.IVpc | None
+    vpc_subnets: aws_ec2.SubnetSelection | None
+    security_groups: Sequence[aws_ec2.ISecurityGroup] | None
+    create_vpc_endpoints: bool
+    reserved_concurrency: int | None
+    fifo_high_throughput: bool
+    provisioned_pollers: aws_lambda.ProvisionedPollerConfig | None
+    tracing: bool
+    snap_start: bool
+    alarm_overrides: Mapping[str, monitoring.AlarmOverride] | None
+    dashboard: bool
+    reconcile_every: Duration | None
+    reconcile_after: Duration | None
+    order_schema: Mapping[str, Any] | None
+    notification_attributes: Sequence[str]
+    notification_body: str
 
 
 #: Every prop's default, as one value: the constructor's parameters default to its fields.

@@ -39,7 +39,7 @@ from aws_cdk import Token, aws_dynamodb, aws_lambda, aws_sns, aws_sqs
 
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.batching import DEAD_LETTER_MAX_MESSAGE_BYTES
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.names import TTL_ATTRIBUTE
-from idempotent_order_pipeline.core import sqs_function
+from idempotent_order_pipeline.core import sqs_function, tables
 from idempotent_order_pipeline.core.props import Findings
 from idempotent_order_pipeline.core.rules import (
     DEAD_LETTER_RETENTION,
@@ -194,19 +194,12 @@ def queue_kwargs(props: PipelineProps) -> dict[str, Any]:
 
 def table_kwargs(props: PipelineProps, spec: TableSpec) -> dict[str, Any]:
     """One table's keyword arguments: defaults, then ``table_props`` (deletion protection is set later)."""
-    key = props.encryption_key
-    defaults = {
-        "partition_key": aws_dynamodb.Attribute(name=spec.partition_key, type=aws_dynamodb.AttributeType.STRING),
-        "billing_mode": aws_dynamodb.BillingMode.PAY_PER_REQUEST,
-        "point_in_time_recovery_specification": aws_dynamodb.PointInTimeRecoverySpecification(
-            point_in_time_recovery_enabled=True
-        ),
-        "time_to_live_attribute": spec.time_to_live_attribute,
-        # Without a key: no SSESpecification, i.e. DynamoDB's AWS owned key (tables are always encrypted).
-        "encryption": None if key is None else aws_dynamodb.TableEncryption.CUSTOMER_MANAGED,
-        "encryption_key": key,
-        "removal_policy": props.removal_policy,
-    }
+    defaults = tables.table_defaults(
+        partition_key=spec.partition_key,
+        time_to_live_attribute=spec.time_to_live_attribute,
+        removal_policy=props.removal_policy,
+        encryption_key=props.encryption_key,
+    )
     return merged(defaults, as_kwargs(props.table_props), OWNED_TABLE_KEYS)
 
 

@@ -7,7 +7,9 @@ settings, role, event source (metrics included) and standard alarms.
 
 from __future__ import annotations
 
+import inspect
 import re
+import typing
 from typing import Any
 
 import aws_cdk as cdk
@@ -18,9 +20,13 @@ from aws_cdk.assertions import Annotations, Match, Template
 from idempotent_order_pipeline import IdempotentOrderPipeline, IdempotentSubscriber
 from idempotent_order_pipeline.core import props as core_props
 from idempotent_order_pipeline.core import sqs_function
-from idempotent_order_pipeline.props import PipelineProps
-from idempotent_order_pipeline.subscriber.props import SubscriberProps
+from idempotent_order_pipeline.props import DEFAULTS as PIPELINE_DEFAULTS
+from idempotent_order_pipeline.props import PipelineKwargs, PipelineProps
+from idempotent_order_pipeline.subscriber.props import DEFAULTS as SUBSCRIBER_DEFAULTS
+from idempotent_order_pipeline.subscriber.props import SubscriberKwargs, SubscriberProps
 
+#: What the subscriber's TypedDict names under TYPE_CHECKING only.
+_LAZY_NAMES = {"IdempotentOrderPipeline": IdempotentOrderPipeline}
 CODE = aws_lambda.Code.from_inline("def handler(event, context):\n    return {}\n")
 TOPIC_ARN = "arn:aws:sns:eu-west-1:123456789012:orders"
 
@@ -153,3 +159,52 @@ def test_a_type_error_names_the_declared_allowed_text() -> None:
     # WHEN it is given a number / THEN the message quotes the declaration
     lines = _refusal(_subscriber, function_timeout=30)
     assert f"  - function_timeout=30 (int): allowed {declared.metadata[core_props.ALLOWED]}" in lines
+
+
+@pytest.mark.parametrize(
+    ("props_class", "kwargs_class"), [(PipelineProps, PipelineKwargs), (SubscriberProps, SubscriberKwargs)]
+)
+def test_the_constructors_keyword_arguments_are_the_props_fields(props_class: type, kwargs_class: type) -> None:
+    # GIVEN a props class and the TypedDict its constructor's **kwargs are typed with
+    declared = {f.name: f.type for f in core_props.prop_fields(props_class)}
+    keywords = dict(typing.get_type_hints(kwargs_class, include_extras=False, localns=_LAZY_NAMES))
+    # THEN they have the same names and types (the subscriber's pipeline is typed Any in its field: the
+    # construct class is imported lazily, and well_typed checks it by its own rule)
+    assert list(keywords) == list(declared)
+    hints = typing.get_type_hints(props_class)
+    for name in declared:
+        expected = (
+            IdempotentOrderPipeline | None if (props_class, name) == (SubscriberProps, "pipeline") else hints[name]
+        )
+        assert keywords[name] == expected, name
+    # AND the required ones are the fields without a default
+    required = {f.name for f in core_props.prop_fields(props_class) if not core_props.has_default(f)}
+    assert set(kwargs_class.__required_keys__) == required  # type: ignore[attr-defined]
+
+
+def test_a_keyword_that_is_no_prop_names_the_closest() -> None:
+    # GIVEN / WHEN a misspelt prop / THEN a TypeError names it and the prop meant
+    with pytest.raises(
+        TypeError,
+        match=r"IdempotentSubscriber\(\) got an unexpected keyword argument 'batchsize'; "
+        r"did you mean 'batch_size'\?",
+    ):
+        _subscriber(batchsize=5)
+    with pytest.raises(TypeError, match=r"missing required keyword argument\(s\): code"):
+        IdempotentSubscriber(cdk.Stack(cdk.App(), "S"), "S", handler="a.b", topic=None)  # type: ignore[call-arg]
+
+
+def test_the_signature_shows_every_prop_with_its_default() -> None:
+    # GIVEN the constructors' signatures as inspect and help() show them
+    for construct, props_class, defaults in (
+        (IdempotentOrderPipeline, PipelineProps, PIPELINE_DEFAULTS),
+        (IdempotentSubscriber, SubscriberProps, SUBSCRIBER_DEFAULTS),
+    ):
+        parameters = inspect.signature(construct.__init__).parameters
+        # THEN scope and construct_id come first, then one keyword-only parameter per prop with its default
+        assert list(parameters)[:3] == ["self", "scope", "construct_id"]
+        for prop_field in core_props.prop_fields(props_class):
+            parameter = parameters[prop_field.name]
+            assert parameter.kind is inspect.Parameter.KEYWORD_ONLY
+            expected = getattr(defaults, prop_field.name) if core_props.has_default(prop_field) else parameter.empty
+            assert parameter.default is expected, prop_field.name

@@ -9,12 +9,16 @@ A props class is a frozen, keyword-only dataclass whose fields are made with :fu
 * the type check with its message (:func:`well_typed`: the field's type, and its ``allowed`` text
   where the type's name alone would not say what to pass).
 
-The constructor's signature is written out (type checkers and editors read it); a test proves its
-names, order, annotations and defaults equal to the fields.
+* the constructor's signature: it takes ``**kwargs: Unpack[<Props>Kwargs]`` (a ``TypedDict`` type
+  checkers and editors read; a test proves it equal to the fields), and :func:`document` sets its
+  ``__signature__`` from the fields, so ``inspect.signature`` and ``help()`` show every prop with its
+  default; :func:`given` turns the keyword arguments into the props.
 """
 
 from __future__ import annotations
 
+import difflib
+import inspect
 import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import MISSING, Field, dataclass, field, fields, replace
@@ -130,9 +134,52 @@ def params_doc(props_class: type, *, width: int = 104, indent: str = "    ") -> 
     return "\n".join(lines)
 
 
-def document(construct_class: type, props_class: type) -> None:
-    """Append the props' ``:param`` lines to ``construct_class``'s docstring (which ends with its own)."""
+def document(construct_class: type, props_class: type, defaults: object) -> None:
+    """Give ``construct_class`` its props' ``:param`` lines (after its own) and a signature made of the fields.
+
+    The constructor's own parameters stay first (``self``, ``scope``, ``construct_id``) and its own
+    keyword-only ones last (a deprecated one, say); its ``**kwargs`` become one keyword-only
+    parameter per field, annotated with the field's type and defaulting to ``defaults``' value.
+    """
     construct_class.__doc__ = f"{(construct_class.__doc__ or '').rstrip()}\n{params_doc(props_class)}\n    "
+    init = vars(construct_class)["__init__"]
+    own = list(inspect.signature(init).parameters.values())
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    made = [
+        inspect.Parameter(
+            prop_field.name,
+            keyword,
+            annotation=prop_field.type,
+            default=getattr(defaults, prop_field.name) if has_default(prop_field) else inspect.Parameter.empty,
+        )
+        for prop_field in prop_fields(props_class)
+    ]
+    init.__signature__ = inspect.Signature(
+        [
+            *(p for p in own if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD),
+            *made,
+            *(p for p in own if p.kind is keyword),
+        ],
+        return_annotation=None,
+    )
+
+
+def given(props_class: type[P], kwargs: Mapping[str, Any], construct_name: str) -> P:
+    """The props a constructor was given as keyword arguments.
+
+    Raises:
+        TypeError: a keyword that is no prop (naming the closest prop), or a required prop missing.
+    """
+    names = [prop_field.name for prop_field in prop_fields(props_class)]
+    for name in kwargs:
+        if name not in names:
+            close = difflib.get_close_matches(name, names, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise TypeError(f"{construct_name}() got an unexpected keyword argument {name!r}{hint}")
+    missing = [f.name for f in prop_fields(props_class) if not has_default(f) and f.name not in kwargs]
+    if missing:
+        raise TypeError(f"{construct_name}() missing required keyword argument(s): {', '.join(missing)}")
+    return props_class(**kwargs)
 
 
 def props_table(props_class: type) -> str:

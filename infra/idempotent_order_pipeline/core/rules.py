@@ -1,6 +1,7 @@
 """The prop rules of an SQS-fed function, once for both constructs (after Solutions Constructs' input-validation).
 
-Each check reads the props it needs from any props object that has them (:class:`SqsFunctionProps`),
+Each check reads the props it needs from the props both constructs have
+(:class:`~idempotent_order_pipeline.core.function_props.SqsFunctionProps`),
 appends every problem to the :class:`~idempotent_order_pipeline.core.props.Findings`, names the prop,
 the value and what is allowed, and leaves unresolved tokens to CloudFormation. What only one construct
 has (the pipeline's message size or reconciler, the subscriber's lease) stays in its own props module.
@@ -8,12 +9,14 @@ has (the pipeline's message size or reconciler, the subscriber's lease) stays in
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING
 
-from aws_cdk import Duration, RemovalPolicy, Token, aws_cloudwatch
+from aws_cdk import Duration, RemovalPolicy, Token
 
 from idempotent_order_pipeline.core.props import Findings
+
+if TYPE_CHECKING:
+    from idempotent_order_pipeline.core.function_props import SqsFunctionProps
 
 # ---- service limits and the design's fixed values ---------------------------------------------------
 
@@ -42,41 +45,6 @@ ALLOWED_REMOVAL_POLICIES = (RemovalPolicy.DESTROY, RemovalPolicy.RETAIN, Removal
 #: Leaves room for ``-<key>`` within CloudWatch's 255 characters of an alarm name.
 MAX_ALARM_NAME_PREFIX_LENGTH = 200
 MAX_RUNBOOK_URL_LENGTH = 512
-
-
-class SqsFunctionProps(Protocol):
-    """What the rules read: the props every SQS-fed function of this library has."""
-
-    @property
-    def batch_size(self) -> int: ...
-    @property
-    def max_batching_window(self) -> Duration | None: ...
-    @property
-    def max_concurrency(self) -> int | None: ...
-    @property
-    def max_receive_count(self) -> int: ...
-    @property
-    def function_timeout(self) -> Duration: ...
-    @property
-    def memory_size(self) -> int: ...
-    @property
-    def visibility_timeout(self) -> Duration | None: ...
-    @property
-    def retention_period(self) -> Duration: ...
-    @property
-    def record_retention(self) -> Duration: ...
-    @property
-    def removal_policy(self) -> RemovalPolicy: ...
-    @property
-    def oldest_message_age_threshold(self) -> Duration: ...
-    @property
-    def alarm_evaluation_periods(self) -> int: ...
-    @property
-    def alarm_name_prefix(self) -> str | None: ...
-    @property
-    def runbook_url(self) -> str | None: ...
-    @property
-    def alarm_actions(self) -> Sequence[aws_cloudwatch.IAlarmAction]: ...
 
 
 # ---- values -------------------------------------------------------------------------------------------

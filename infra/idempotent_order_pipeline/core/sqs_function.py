@@ -8,12 +8,12 @@ stateful resources: a test pins the logical ids they make.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from aws_cdk import (
-    Duration,
     RemovalPolicy,
+    Stack,
     aws_cloudwatch,
     aws_iam,
     aws_kms,
@@ -27,6 +27,13 @@ from constructs import Construct
 from idempotent_order_pipeline import monitoring
 from idempotent_order_pipeline.core.rules import DEAD_LETTER_RETENTION
 
+if TYPE_CHECKING:
+    from idempotent_order_pipeline.core.function_props import SqsFunctionProps
+
+#: The functions' runtime and architecture (the asset and the subscriber's layer are built and tested for
+#: them; ``make test-runtime`` runs the function tests on this Python).
+RUNTIME = aws_lambda.Runtime.PYTHON_3_14
+ARCHITECTURE = aws_lambda.Architecture.ARM_64
 #: Construct ids of the queues (part of their logical ids: never change them).
 QUEUE_ID = "Queue"
 DEAD_LETTER_QUEUE_ID = "DeadLetterQueue"
@@ -50,6 +57,43 @@ def queue_defaults(
         **({"encryption_master_key": encryption_key} if encryption_key is not None else {}),
         "enforce_ssl": True,
         "removal_policy": removal_policy,
+    }
+
+
+def default_name(scope: Construct) -> str:
+    """The stack name and ``scope``'s path inside the stack (``dev-Orders-Pipeline``): unique per account and
+    region, for what must be (a pipeline's service name, a subscriber's alarm names)."""
+    stack = Stack.of(scope)
+    return "-".join([stack.stack_name, *scope.node.path.removeprefix(f"{stack.node.path}/").split("/")])
+
+
+def function_defaults(
+    props: SqsFunctionProps,
+    *,
+    description: str,
+    code: aws_lambda.Code,
+    handler: str,
+    layers: Sequence[aws_lambda.ILayerVersion],
+    environment: Mapping[str, str],
+    log_group: aws_logs.ILogGroup,
+    role: aws_iam.IRole,
+    runtime: aws_lambda.Runtime = RUNTIME,
+    architecture: aws_lambda.Architecture = ARCHITECTURE,
+) -> dict[str, Any]:
+    """The function's keyword arguments: its code, layers and environment, its memory and timeout from
+    ``props``, its own log group and role."""
+    return {
+        "description": description,
+        "runtime": runtime,
+        "architecture": architecture,
+        "handler": handler,
+        "code": code,
+        "layers": list(layers),
+        "memory_size": props.memory_size,
+        "timeout": props.function_timeout,
+        "log_group": log_group,
+        "role": role,
+        "environment": dict(environment),
     }
 
 
@@ -103,36 +147,35 @@ def build_role(
 
 def build_event_source(
     queue: aws_sqs.IQueue,
+    props: SqsFunctionProps,
     *,
-    batch_size: int,
-    max_batching_window: Duration | None,
-    max_concurrency: int | None,
-    metrics: bool = True,
     provisioned_pollers: aws_lambda.ProvisionedPollerConfig | None = None,
 ) -> aws_lambda_event_sources.SqsEventSource:
-    """The queue as the function's event source: partial batch responses always on, ``EventCount`` metrics.
-
-    ``metrics``: the mapping's ``EventCount`` metrics (polled, filtered out, invoked, failed, deleted),
-    which CloudWatch bills as custom metrics.
-    """
+    """The queue as the function's event source, as ``props`` shape it: partial batch responses always on,
+    and the ``EventCount`` metrics (polled, filtered out, invoked, failed, deleted; billed as custom
+    metrics) unless ``event_source_metrics`` is off."""
     return aws_lambda_event_sources.SqsEventSource(
         queue,
-        batch_size=batch_size,
-        max_batching_window=max_batching_window,
-        max_concurrency=max_concurrency,
+        batch_size=props.batch_size,
+        max_batching_window=props.max_batching_window,
+        max_concurrency=props.max_concurrency,
         provisioned_poller_config=provisioned_pollers,
         report_batch_item_failures=True,
-        metrics_config=aws_lambda.MetricsConfig(metrics=[aws_lambda.MetricType.EVENT_COUNT]) if metrics else None,
+        metrics_config=(
+            aws_lambda.MetricsConfig(metrics=[aws_lambda.MetricType.EVENT_COUNT])
+            if props.event_source_metrics
+            else None
+        ),
     )
 
 
 def add_standard_alarms(
     factory: monitoring.AlarmFactory,
+    props: SqsFunctionProps,
     *,
     queue: aws_sqs.IQueue,
     dead_letter_queue: aws_sqs.IQueue,
     function: aws_lambda.IFunction,
-    oldest_message_age_threshold: Duration,
     meanings: Mapping[str, str],
 ) -> None:
     """The alarms every SQS-fed function has (:data:`STANDARD_ALARMS`); ``meanings``: what each means, by key."""
@@ -148,7 +191,7 @@ def add_standard_alarms(
         STANDARD_ALARMS["oldest_message_too_old"],
         queue.metric_approximate_age_of_oldest_message(period=period, statistic="Maximum"),
         description=meanings["oldest_message_too_old"],
-        threshold=oldest_message_age_threshold.to_seconds(),
+        threshold=props.oldest_message_age_threshold.to_seconds(),
         sustained=True,
         comparison=aws_cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
     )

@@ -27,6 +27,7 @@ from constructs import Construct
 from idempotent_order_pipeline import IdempotentOrderPipeline, nag, permissions, reconciliation
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract import names
 from idempotent_order_pipeline.core.props import WARNING_PREFIX
+from idempotent_order_pipeline.core.tables import table_defaults
 
 #: The CDK CLI's app directory (``cdk.json`` with the same feature flags as the main app).
 APP_DIR = Path(__file__).resolve().parent / "brownfield_app"
@@ -95,15 +96,12 @@ class ExistingResourcesStack(cdk.Stack):
             tables[construct_id_] = aws_dynamodb.Table(
                 self,
                 construct_id_,
-                partition_key=aws_dynamodb.Attribute(name=partition_key, type=aws_dynamodb.AttributeType.STRING),
-                billing_mode=aws_dynamodb.BillingMode.PAY_PER_REQUEST,
-                point_in_time_recovery_specification=aws_dynamodb.PointInTimeRecoverySpecification(
-                    point_in_time_recovery_enabled=True
+                **table_defaults(
+                    partition_key=partition_key,
+                    time_to_live_attribute=ttl,
+                    removal_policy=cdk.RemovalPolicy.DESTROY,
+                    encryption_key=key,
                 ),
-                time_to_live_attribute=ttl,
-                encryption=aws_dynamodb.TableEncryption.CUSTOMER_MANAGED,
-                encryption_key=key,
-                removal_policy=cdk.RemovalPolicy.DESTROY,
             )
         # The index the pipeline's reconciler and the CLI's pending command query (the pipeline adds it
         # only to a table it creates).

@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from aws_cdk import (
-    Duration,
-    RemovalPolicy,
-    Stack,
     aws_cloudwatch,
     aws_dynamodb,
     aws_iam,
     aws_lambda,
-    aws_logs,
     aws_sns,
     aws_sns_subscriptions,
     aws_sqs,
@@ -24,13 +20,14 @@ from constructs import Construct
 from idempotent_order_pipeline import compliance, monitoring, nag, removal
 from idempotent_order_pipeline._subscriber_layer.python.idempotent_subscriber import config
 from idempotent_order_pipeline.core import props as core_props
-from idempotent_order_pipeline.core import sqs_function
+from idempotent_order_pipeline.core import sqs_function, tables
 from idempotent_order_pipeline.core.props import Findings
 from idempotent_order_pipeline.core.rules import derived_visibility_timeout, whole_seconds_text
 from idempotent_order_pipeline.subscriber import findings as subscriber_findings
 from idempotent_order_pipeline.subscriber.layer import runtime_layer
 from idempotent_order_pipeline.subscriber.props import (
     DEFAULTS,
+    SubscriberKwargs,
     SubscriberProps,
     derived_lease,
     topic_of,
@@ -39,6 +36,8 @@ from idempotent_order_pipeline.subscriber.props import (
 )
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
     from idempotent_order_pipeline.construct import IdempotentOrderPipeline
 
 #: The deduplication table's key and TTL attribute (contract with the helper's ``dedup`` module).
@@ -87,75 +86,8 @@ class IdempotentSubscriber(Construct):
         queues and the table.
     """
 
-    def __init__(
-        self,
-        scope: Construct,
-        construct_id: str,
-        *,
-        code: aws_lambda.Code,
-        handler: str,
-        pipeline: IdempotentOrderPipeline | None = DEFAULTS.pipeline,
-        topic: aws_sns.ITopic | None = DEFAULTS.topic,
-        runtime: aws_lambda.Runtime = DEFAULTS.runtime,
-        architecture: aws_lambda.Architecture = DEFAULTS.architecture,
-        memory_size: int = DEFAULTS.memory_size,
-        function_timeout: Duration = DEFAULTS.function_timeout,
-        environment: Mapping[str, str] | None = DEFAULTS.environment,
-        filter_policy: Mapping[str, aws_sns.SubscriptionFilter] | None = DEFAULTS.filter_policy,
-        filter_policy_with_message_body: Mapping[str, aws_sns.FilterOrPolicy]
-        | None = DEFAULTS.filter_policy_with_message_body,
-        raw_message_delivery: bool = DEFAULTS.raw_message_delivery,
-        batch_size: int = DEFAULTS.batch_size,
-        max_batching_window: Duration | None = DEFAULTS.max_batching_window,
-        max_concurrency: int | None = DEFAULTS.max_concurrency,
-        max_receive_count: int = DEFAULTS.max_receive_count,
-        lease: Duration | None = DEFAULTS.lease,
-        visibility_timeout: Duration | None = DEFAULTS.visibility_timeout,
-        retention_period: Duration = DEFAULTS.retention_period,
-        record_retention: Duration = DEFAULTS.record_retention,
-        removal_policy: RemovalPolicy = DEFAULTS.removal_policy,
-        log_retention: aws_logs.RetentionDays = DEFAULTS.log_retention,
-        alarm_actions: Sequence[aws_cloudwatch.IAlarmAction] = DEFAULTS.alarm_actions,
-        ok_actions: bool = DEFAULTS.ok_actions,
-        alarm_name_prefix: str | None = DEFAULTS.alarm_name_prefix,
-        runbook_url: str | None = DEFAULTS.runbook_url,
-        oldest_message_age_threshold: Duration = DEFAULTS.oldest_message_age_threshold,
-        alarm_evaluation_periods: int = DEFAULTS.alarm_evaluation_periods,
-        create_alarms: bool = DEFAULTS.create_alarms,
-        event_source_metrics: bool = DEFAULTS.event_source_metrics,
-    ) -> None:
-        props = SubscriberProps(
-            code=code,
-            handler=handler,
-            pipeline=pipeline,
-            topic=topic,
-            runtime=runtime,
-            architecture=architecture,
-            memory_size=memory_size,
-            function_timeout=function_timeout,
-            environment=environment,
-            filter_policy=filter_policy,
-            filter_policy_with_message_body=filter_policy_with_message_body,
-            raw_message_delivery=raw_message_delivery,
-            batch_size=batch_size,
-            max_batching_window=max_batching_window,
-            max_concurrency=max_concurrency,
-            max_receive_count=max_receive_count,
-            lease=lease,
-            visibility_timeout=visibility_timeout,
-            retention_period=retention_period,
-            record_retention=record_retention,
-            removal_policy=removal_policy,
-            log_retention=log_retention,
-            alarm_actions=alarm_actions,
-            ok_actions=ok_actions,
-            alarm_name_prefix=alarm_name_prefix,
-            runbook_url=runbook_url,
-            oldest_message_age_threshold=oldest_message_age_threshold,
-            alarm_evaluation_periods=alarm_evaluation_periods,
-            create_alarms=create_alarms,
-            event_source_metrics=event_source_metrics,
-        )
+    def __init__(self, scope: Construct, construct_id: str, **kwargs: Unpack[SubscriberKwargs]) -> None:
+        props = core_props.given(SubscriberProps, kwargs, "IdempotentSubscriber")
         super().__init__(scope, construct_id)
         self._props = props = self._validate(props)
         queue_defaults = sqs_function.queue_defaults(fifo=props.fifo, removal_policy=props.removal_policy)
@@ -224,22 +156,16 @@ class IdempotentSubscriber(Construct):
         return topic.add_subscription(subscription)
 
     def _dedup_table(self) -> aws_dynamodb.Table:
-        table = aws_dynamodb.Table(
+        return tables.build_table(
             self,
             "DedupTable",
-            partition_key=aws_dynamodb.Attribute(name=DEDUP_PARTITION_KEY, type=aws_dynamodb.AttributeType.STRING),
-            billing_mode=aws_dynamodb.BillingMode.PAY_PER_REQUEST,
-            point_in_time_recovery_specification=aws_dynamodb.PointInTimeRecoverySpecification(
-                point_in_time_recovery_enabled=True
+            **tables.table_defaults(
+                partition_key=DEDUP_PARTITION_KEY,
+                time_to_live_attribute=DEDUP_TTL_ATTRIBUTE,
+                removal_policy=self._props.removal_policy,
+                encryption=aws_dynamodb.TableEncryption.AWS_MANAGED,
             ),
-            time_to_live_attribute=DEDUP_TTL_ATTRIBUTE,
-            encryption=aws_dynamodb.TableEncryption.AWS_MANAGED,
-            removal_policy=self._props.removal_policy,
         )
-        cfn_table = table.node.default_child
-        assert isinstance(cfn_table, aws_dynamodb.CfnTable)
-        removal.protect_while_kept(cfn_table)
-        return table
 
     def _environment(self) -> dict[str, str]:
         props = self._props
@@ -269,27 +195,20 @@ class IdempotentSubscriber(Construct):
         function = aws_lambda.Function(
             self,
             "Function",
-            code=props.code,
-            handler=props.handler,
-            runtime=props.runtime,
-            architecture=props.architecture,
-            memory_size=props.memory_size,
-            timeout=props.function_timeout,
-            layers=[self.runtime_layer],
-            environment=self._environment(),
-            log_group=log_group,
-            role=role,
-            description="Acts once per order notification (idempotent_subscriber).",
+            **sqs_function.function_defaults(
+                props,
+                description="Acts once per order notification (idempotent_subscriber).",
+                code=props.code,
+                handler=props.handler,
+                layers=[self.runtime_layer],
+                environment=self._environment(),
+                log_group=log_group,
+                role=role,
+                runtime=props.runtime,
+                architecture=props.architecture,
+            ),
         )
-        function.add_event_source(
-            sqs_function.build_event_source(
-                self.queue,
-                batch_size=props.batch_size,
-                max_batching_window=props.max_batching_window,
-                max_concurrency=props.max_concurrency,
-                metrics=props.event_source_metrics,
-            )
-        )
+        function.add_event_source(sqs_function.build_event_source(self.queue, props))
         return function
 
     # ---- alarms ----------------------------------------------------------------------------------
@@ -297,7 +216,7 @@ class IdempotentSubscriber(Construct):
     def _alarm_settings(self) -> monitoring.AlarmSettings:
         props = self._props
         return monitoring.AlarmSettings(
-            name_prefix=props.alarm_name_prefix or self._default_alarm_name_prefix(),
+            name_prefix=props.alarm_name_prefix or sqs_function.default_name(self),
             actions=tuple(props.alarm_actions),
             ok_actions=props.ok_actions,
             runbook_url=props.runbook_url,
@@ -306,18 +225,13 @@ class IdempotentSubscriber(Construct):
             default_runbook=DEFAULT_RUNBOOK,
         )
 
-    def _default_alarm_name_prefix(self) -> str:
-        """The stack name and this construct's path inside the stack: unique per account and region."""
-        stack = Stack.of(self)
-        return "-".join([stack.stack_name, *self.node.path.removeprefix(f"{stack.node.path}/").split("/")])
-
     def _create_alarms(self) -> None:
         sqs_function.add_standard_alarms(
             self.alarm_factory,
+            self._props,
             queue=self.queue,
             dead_letter_queue=self.dead_letter_queue,
             function=self.function,
-            oldest_message_age_threshold=self._props.oldest_message_age_threshold,
             meanings=STANDARD_ALARM_MEANINGS,
         )
 
@@ -347,4 +261,4 @@ class IdempotentSubscriber(Construct):
         return table.grant(self.function, *EFFECT_WRITE_ACTIONS)
 
 
-core_props.document(IdempotentSubscriber, SubscriberProps)
+core_props.document(IdempotentSubscriber, SubscriberProps, DEFAULTS)

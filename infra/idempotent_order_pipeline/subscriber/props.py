@@ -9,15 +9,16 @@ the subscriber's own (its source, handler, runtime, environment and lease) is he
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
-from aws_cdk import Duration, RemovalPolicy, Token, aws_cloudwatch, aws_lambda, aws_logs, aws_sns
+from aws_cdk import Duration, Token, aws_lambda, aws_sns
 
 from idempotent_order_pipeline import notifications
 from idempotent_order_pipeline._subscriber_layer.python.idempotent_subscriber import config
-from idempotent_order_pipeline.core import rules
+from idempotent_order_pipeline.core import rules, sqs_function
+from idempotent_order_pipeline.core.function_props import SqsFunctionKwargs, SqsFunctionProps
 from idempotent_order_pipeline.core.props import Findings, prop, required
 from idempotent_order_pipeline.core.props import well_typed as _well_typed
 from idempotent_order_pipeline.core.rules import as_time, derived_visibility_timeout, seconds
@@ -35,7 +36,7 @@ LAYER_RUNTIMES = (
 
 
 @dataclass(frozen=True, kw_only=True)
-class SubscriberProps:
+class SubscriberProps(SqsFunctionProps):
     """Every prop of :class:`IdempotentSubscriber`, declared once: its default, type, doc and allowed text.
 
     The class docstring's ``:param`` lines are made from these fields (:mod:`idempotent_order_pipeline.core.props`);
@@ -65,22 +66,12 @@ class SubscriberProps:
         default_means="give ``pipeline``",
     )
     runtime: aws_lambda.Runtime = prop(
-        aws_lambda.Runtime.PYTHON_3_14,
+        sqs_function.RUNTIME,
         "the function's Python runtime, 3.11 to 3.14 (the layer's).",
     )
     architecture: aws_lambda.Architecture = prop(
-        aws_lambda.Architecture.ARM_64,
+        sqs_function.ARCHITECTURE,
         "the function's architecture (the layer is pure Python).",
-    )
-    memory_size: int = prop(
-        256,
-        "the function's memory in MB.",
-        allowed="an int (MB)",
-    )
-    function_timeout: Duration = prop(
-        Duration.seconds(30),
-        "the function's timeout.",
-        allowed="a Duration, e.g. Duration.seconds(30)",
     )
     environment: Mapping[str, str] | None = prop(
         None,
@@ -115,101 +106,12 @@ class SubscriberProps:
         ),
         allowed="True or False",
     )
-    batch_size: int = prop(
-        10,
-        "records per invocation, 1..10 on a FIFO topic's queue, 1..10000 (above 10 needs ``max_batching_window``).",
-    )
-    max_batching_window: Duration | None = prop(
-        None,
-        "how long Lambda gathers records.",
-        default_means="invoke at once",
-        allowed="a Duration, e.g. Duration.seconds(5), or None",
-    )
-    max_concurrency: int | None = prop(
-        None,
-        "the most concurrent invocations, 2..1000.",
-        default_means="Lambda's scaling",
-    )
-    max_receive_count: int = prop(
-        5,
-        "deliveries before the queue moves a notification to the dead-letter queue.",
-    )
     lease: Duration | None = prop(
         None,
-        "how long a claim holds an event, at least ``function_timeout``.",
+        "how long a claim holds an event: at least ``function_timeout``, and less than ``visibility_timeout``, "
+        "so a copy redelivered after a crash finds the crashed claim expired.",
         default_means="``function_timeout``: a live invocation never loses its claim",
         allowed="a Duration, e.g. Duration.seconds(30), or None",
-    )
-    visibility_timeout: Duration | None = prop(
-        None,
-        "the queue's visibility timeout, longer than the lease.",
-        default_means="6x ``function_timeout`` plus ``max_batching_window``",
-        allowed="a Duration, e.g. Duration.minutes(3), or None",
-    )
-    retention_period: Duration = prop(
-        Duration.days(4),
-        "how long the queue keeps a notification, less than the dead-letter queue's fixed 14 days.",
-        allowed="a Duration, e.g. Duration.days(4)",
-    )
-    record_retention: Duration = prop(
-        Duration.days(30),
-        (
-            "how long a deduplication record lives after its last write (its ``ttl``), longer than "
-            "``retention_period`` + 14 days so it outlives every copy."
-        ),
-        allowed="a Duration, e.g. Duration.days(30)",
-    )
-    removal_policy: RemovalPolicy = prop(
-        RemovalPolicy.RETAIN,
-        (
-            "for the queues, the table and the log group: DESTROY, RETAIN or RETAIN_ON_UPDATE_OR_DELETE; "
-            "the table's deletion protection follows it."
-        ),
-        allowed="a RemovalPolicy, e.g. RemovalPolicy.RETAIN",
-    )
-    log_retention: aws_logs.RetentionDays = prop(
-        aws_logs.RetentionDays.ONE_MONTH,
-        "how long the function's log group keeps logs.",
-        allowed="an aws_logs.RetentionDays, e.g. RetentionDays.ONE_MONTH",
-    )
-    alarm_actions: Sequence[aws_cloudwatch.IAlarmAction] = prop(
-        (),
-        "actions every alarm runs when it fires (and on OK with ``ok_actions``).",
-    )
-    ok_actions: bool = prop(
-        True,
-        "run the same actions on OK.",
-        allowed="True or False",
-    )
-    alarm_name_prefix: str | None = prop(
-        None,
-        "alarms are named ``<prefix>-<key>``.",
-        default_means="the stack name and this construct's path, e.g. ``Shop-Shipping``",
-    )
-    runbook_url: str | None = prop(
-        None,
-        "the runbook every alarm description links.",
-        default_means="docs/subscriber.md's",
-    )
-    oldest_message_age_threshold: Duration = prop(
-        Duration.minutes(15),
-        "the queue age above which ``oldest_message_too_old`` fires, less than ``retention_period``.",
-        allowed="a Duration, e.g. Duration.minutes(15)",
-    )
-    alarm_evaluation_periods: int = prop(
-        3,
-        "breaching minutes before the age and error alarms fire.",
-    )
-    create_alarms: bool = prop(
-        True,
-        "create the alarms (False: ``alarm_definitions`` only).",
-        allowed="True or False",
-    )
-    event_source_metrics: bool = prop(
-        True,
-        "the event source mapping's ``EventCount`` metrics (polled, filtered out, invoked, failed, deleted; "
-        "billed as custom metrics), as the pipeline's mapping has them.",
-        allowed="True or False",
     )
 
     @property
@@ -217,6 +119,27 @@ class SubscriberProps:
         """Whether the topic is FIFO (then so are the queues)."""
         topic = topic_of(self)
         return bool(topic is not None and topic.fifo is True)
+
+
+class _RequiredSubscriberKwargs(TypedDict):
+    """The keyword arguments without a default (``Required[...]`` is not read from postponed annotations)."""
+
+    code: aws_lambda.Code
+    handler: str
+
+
+class SubscriberKwargs(SqsFunctionKwargs, _RequiredSubscriberKwargs, total=False):
+    """The constructor's keyword arguments: one per field of :class:`SubscriberProps` (a test keeps the two equal)."""
+
+    pipeline: IdempotentOrderPipeline | None
+    topic: aws_sns.ITopic | None
+    runtime: aws_lambda.Runtime
+    architecture: aws_lambda.Architecture
+    environment: Mapping[str, str] | None
+    filter_policy: Mapping[str, aws_sns.SubscriptionFilter] | None
+    filter_policy_with_message_body: Mapping[str, aws_sns.FilterOrPolicy] | None
+    raw_message_delivery: bool
+    lease: Duration | None
 
 
 #: The props' names, in the constructor's order.
