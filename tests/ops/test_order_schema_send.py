@@ -13,8 +13,9 @@ from moto import mock_aws
 
 from idempotent_order_pipeline.cli import cli
 from idempotent_order_pipeline.cli.aws import AwsClients
-from idempotent_order_pipeline.discovery import METADATA_KEY
+from idempotent_order_pipeline.discovery import METADATA_KEY, ORDER_SCHEMA_KEY, ORDER_SCHEMA_SHA256_KEY
 from idempotent_order_pipeline.errors import SchemaViolationError
+from idempotent_order_pipeline.order_schema import schema_sha256, schema_text
 from idempotent_order_pipeline.producer import OrderPublisher, deployed_order_schema
 from tests.consumer.test_order_schema import ORDER_SCHEMA, good_order
 from tests.ops.test_cli_discovery import STACK, pipeline_resources
@@ -31,7 +32,10 @@ def queue_url() -> Iterator[str]:
             RoleName="consumer", AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": []})
         )
         resources: dict[str, Any] = pipeline_resources("Orders", "Shop/Orders")
-        resources["OrdersFunction"]["Metadata"][METADATA_KEY]["order_schema"] = ORDER_SCHEMA
+        text = schema_text(ORDER_SCHEMA)
+        resources["OrdersFunction"]["Metadata"][METADATA_KEY].update(
+            {ORDER_SCHEMA_KEY: text, ORDER_SCHEMA_SHA256_KEY: schema_sha256(text)}
+        )
         cloudformation = boto3.client("cloudformation")
         cloudformation.create_stack(StackName=STACK, TemplateBody=json.dumps({"Resources": resources}))
         summaries = cloudformation.list_stack_resources(StackName=STACK)["StackResourceSummaries"]
