@@ -38,6 +38,26 @@ def pipeline(stack: cdk.Stack, **props: Any) -> IdempotentOrderPipeline:
             r"\$\.properties\.a\.unevaluatedProperties: .*not supported",
         ),
         ({"$ref": "https://example.com/order.json"}, r"\$\.\$ref: .*outside the schema"),
+        ({"properties": {"name": {"pattern": "^\\p{Letter}+$"}}}, r"\$\.properties\.name\.pattern: pattern .*\\p"),
+        ({"patternProperties": {"^\\p{L}": {}}}, r"\$\.patternProperties\.\^\\p\{L\}: pattern"),
+        (
+            {"properties": {"host": {"format": "idn-hostname"}}},
+            r"\$\.properties\.host\.format: format 'idn-hostname' is not",
+        ),
+        ({"properties": {"x": {"format": "currency"}}}, r"\$\.properties\.x\.format: format 'currency' is not"),
+        (
+            {"dependencies": {"a": ["b"]}},
+            r"\$\.dependencies: dependencies is not supported in draft 2020-12 \(use dependentRequired",
+        ),
+        (
+            {"$defs": {"a": {"$id": "https://example.com/a"}}, "$ref": "#/$defs/a"},
+            r"\$id inside the schema is not supported",
+        ),
+        ({"$defs": {"loop": {"$ref": "#/$defs/loop"}}, "$ref": "#/$defs/loop"}, r"a \$ref cycle that never reaches"),
+        (
+            {"properties": {"a": {"$ref": "#/$defs/missing"}}},
+            r"\$\.properties\.a\.\$ref: '#/\$defs/missing' points at nothing",
+        ),
         ({"$schema": "https://json-schema.org/draft/2019-09/schema"}, r"\$\.\$schema=.*allowed"),
         ("{}", r"='\{\}' \(str\): allowed a JSON Schema as a dict"),
     ],
@@ -49,6 +69,23 @@ def test_an_invalid_order_schema_is_a_value_error_naming_the_prop_and_the_schema
     # THEN synth fails naming order_schema and where in the schema
     with pytest.raises(ValueError, match=r"order_schema.*" + message):
         pipeline(fresh_stack, order_schema=schema)
+
+
+def test_every_schema_problem_is_named_at_once(fresh_stack: cdk.Stack) -> None:
+    # GIVEN a schema with a regex Python cannot read as ECMA-262, a format not asserted and an outside $ref
+    schema = {
+        "properties": {
+            "name": {"pattern": "(?<=a+)\\p{L}"},
+            "host": {"format": "idn-hostname"},
+            "ref": {"$ref": "other.json"},
+        }
+    }
+    # WHEN / THEN the one ValueError names each, with its schema path
+    with pytest.raises(ValueError, match="order_schema") as raised:
+        pipeline(fresh_stack, order_schema=schema)
+    message = str(raised.value)
+    for where in ("$.properties.name.pattern", "$.properties.host.format", "$.properties.ref.$ref"):
+        assert f"order_schema: {where}:" in message
 
 
 #: (the schema of the order's field ``v``, values of ``v``); ``$defs`` are the root's.
@@ -111,7 +148,7 @@ def test_the_schema_ships_in_the_function_asset_and_in_its_discovery_mark(tmp_pa
         if entry["source"]["packaging"] == "zip"
         for entry in [entry["source"] | {"path": entry["source"]["path"]}]
     }
-    # THEN the schema's function has its own asset, with the generated validator (which imports the standard library and the asset's contract only)
+    # THEN the schema's function has its own asset, with the generated validator (stdlib and the asset's contract only)
     code = {
         name: function_of(stack, p)["Properties"]["Code"]["S3Key"]
         for name, p in (("with", with_schema), ("without", without))
