@@ -22,6 +22,20 @@ from collections.abc import Callable, Mapping
 
 from .ecma_regex import is_ecma_regex
 
+class _Grammar:
+    """A whole-string matcher compiled at its first use: a cold start pays only for the formats used
+    (the IRI grammar, with its Unicode ranges, takes a second to compile)."""
+
+    def __init__(self, pattern: str) -> None:
+        self.pattern = pattern
+        self._fullmatch: Callable[[str], re.Match[str] | None] | None = None
+
+    def __call__(self, text: str) -> re.Match[str] | None:
+        if self._fullmatch is None:
+            self._fullmatch = re.compile(self.pattern).fullmatch
+        return self._fullmatch(text)
+
+
 # RFC 3986 (URI) and RFC 3987 (IRI), appendix A.
 _HEX = "0-9A-Fa-f"
 _UNRESERVED = "A-Za-z0-9\\-._~"
@@ -100,67 +114,61 @@ _EXPRESSION = rf"\{{[+#./;?&]?{_VARSPEC}(?:,{_VARSPEC})*\}}"
 _LITERALS = f"(?:[\\x21\\x23-\\x24\\x26-\\x3b\\x3d\\x3f-\\x5b\\x5d\\x5f\\x61-\\x7a\\x7e{_UCSCHAR}{_IPRIVATE}]|{_PCT})"
 _URI_TEMPLATE = f"(?:{_LITERALS}|{_EXPRESSION})*"
 
-# RFC 3339 5.6 and appendix A (duration).
-_DATE = "([0-9]{4})-([0-9]{2})-([0-9]{2})"
-_TIME = r"([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.[0-9]+)?(?:[Zz]|([+-])([0-9]{2}):([0-9]{2}))"
+# RFC 3339 5.6 and appendix A (duration). The ranges a regex can say are in it (month 01-12, hour
+# 00-23, ...); the days of the month and the leap second are checked after a match.
+_DATE = "([0-9]{4})-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"
+_TIME = r"([01][0-9]|2[0-3]):([0-5][0-9]):([0-5][0-9]|60)(?:\.[0-9]+)?(?:[Zz]|([+-])([01][0-9]|2[0-3]):([0-5][0-9]))"
 _DUR_TIME = "T(?:[0-9]+H(?:[0-9]+M(?:[0-9]+S)?)?|[0-9]+M(?:[0-9]+S)?|[0-9]+S)"
 _DUR_DATE = "(?:[0-9]+Y(?:[0-9]+M(?:[0-9]+D)?)?|[0-9]+M(?:[0-9]+D)?|[0-9]+D)"
 _DURATION = f"P(?:{_DUR_DATE}(?:{_DUR_TIME})?|{_DUR_TIME}|[0-9]+W)"
 
-# RFC 1123 2.1 host names; RFC 5321 4.1.2 mailboxes.
-_LABEL = re.compile("[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
+# RFC 1123 2.1 host names (a label with "--" at its third and fourth character is IDNA's reserved
+# form: refused), at most 253 characters; RFC 5321 4.1.2 mailboxes.
+_LABEL = "(?![A-Za-z0-9]{2}--)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_HOSTNAME = rf"(?=[^\n]{{1,253}}\Z){_LABEL}(?:\.{_LABEL})*"
 _ATEXT = "[A-Za-z0-9!#$%&'*+\\-/=?^_`{|}~]+"
 _LOCAL_PART = f'(?:{_ATEXT}(?:\\.{_ATEXT})*|"(?:[\\x20\\x21\\x23-\\x5b\\x5d-\\x7e]|\\\\[\\x20-\\x7e])*")'
-_MAILBOX = re.compile(f"({_LOCAL_PART})@(.+)", flags=re.DOTALL)
-_ADDRESS_LITERAL = re.compile(rf"\[(?:{_IPV4}|IPv6:{_IPV6})\]")
-_MAX_HOSTNAME = 253
+_MAILBOX = _Grammar(rf"({_LOCAL_PART})@(?:{_HOSTNAME}|\[(?:{_IPV4}|IPv6:{_IPV6})\])")
 _MAX_LOCAL_PART = 64
 
 
 def _compiled(pattern: str) -> Callable[[str], bool]:
-    matcher = re.compile(pattern).fullmatch
-    return lambda text: matcher(text) is not None
+    grammar = _Grammar(pattern)
+    return lambda text: grammar(text) is not None
 
 
-def _days_in_month(year: int, month: int) -> int:
-    if month == 2:
-        return 29 if year % 4 == 0 and (year % 100 != 0 or year % 400 == 0) else 28
-    return 30 if month in (4, 6, 9, 11) else 31
+_DATE_MATCH = _Grammar(_DATE)
+_TIME_MATCH = _Grammar(_TIME)
+_DATE_TIME_MATCH = _Grammar(f"{_DATE}[Tt]{_TIME}")
 
 
-_DATE_MATCH = re.compile(_DATE).fullmatch
-_TIME_MATCH = re.compile(_TIME).fullmatch
-_DATE_TIME_MATCH = re.compile(f"{_DATE}[Tt]{_TIME}").fullmatch
+def _day_exists(year: str, month: str, day: str) -> bool:
+    if day <= "28":
+        return True
+    if month == "02":
+        number = int(year)
+        return day == "29" and number % 4 == 0 and (number % 100 != 0 or number % 400 == 0)
+    return day != "31" or month in ("01", "03", "05", "07", "08", "10", "12")
 
 
-def _valid_date(year: str, month: str, day: str) -> bool:
-    return 1 <= int(month) <= 12 and 1 <= int(day) <= _days_in_month(int(year), int(month))
-
-
-def _valid_time(
-    hour: str, minute: str, second: str, sign: str | None, off_hour: str | None, off_minute: str | None
-) -> bool:
-    h, m, s = int(hour), int(minute), int(second)
-    oh, om = int(off_hour or 0), int(off_minute or 0)
-    if h > 23 or m > 59 or s > 60 or oh > 23 or om > 59:
-        return False
-    if s == 60:
-        # A leap second is the last second of a UTC day: 23:59:60 once the offset is taken off.
-        utc = (h * 60 + m - (-1 if sign == "-" else 1) * (oh * 60 + om)) % 1440
-        return utc == 23 * 60 + 59
-    return True
+def _leap_second_ok(hour: str, minute: str, second: str, sign: str | None, off_hour: str | None, off_minute: str | None) -> bool:
+    """A leap second is the last second of a UTC day: 23:59:60 once the offset is taken off."""
+    if second != "60":
+        return True
+    offset = int(off_hour or 0) * 60 + int(off_minute or 0)
+    return (int(hour) * 60 + int(minute) - (-offset if sign == "-" else offset)) % 1440 == 23 * 60 + 59
 
 
 def is_date(text: str) -> bool:
     """RFC 3339 ``full-date``, a day that exists."""
     match = _DATE_MATCH(text)
-    return match is not None and _valid_date(*match.groups())
+    return match is not None and _day_exists(*match.groups())
 
 
 def is_time(text: str) -> bool:
     """RFC 3339 ``full-time`` (the offset required), a leap second only at 23:59 UTC."""
     match = _TIME_MATCH(text)
-    return match is not None and _valid_time(*match.groups())
+    return match is not None and _leap_second_ok(*match.groups())
 
 
 def is_date_time(text: str) -> bool:
@@ -168,28 +176,14 @@ def is_date_time(text: str) -> bool:
     match = _DATE_TIME_MATCH(text)
     if match is None:
         return False
-    parts = match.groups()
-    return _valid_date(*parts[:3]) and _valid_time(*parts[3:])
-
-
-def is_hostname(text: str) -> bool:
-    """RFC 1123 host name: letter-digit-hyphen labels of 1-63, 253 characters in all, no final dot.
-
-    A label with ``--`` at its third and fourth character (IDNA's reserved form, ``xn--`` A-labels
-    included) is refused: checking an A-label needs IDNA2008's tables.
-    """
-    if not text or len(text) > _MAX_HOSTNAME:
-        return False
-    return all(_LABEL.fullmatch(label) and label[2:4] != "--" for label in text.split("."))
+    year, month, day, hour, minute, second, sign, off_hour, off_minute = match.groups()
+    return _day_exists(year, month, day) and _leap_second_ok(hour, minute, second, sign, off_hour, off_minute)
 
 
 def is_email(text: str) -> bool:
     """RFC 5321 ``Mailbox``: a dot-string or quoted local part, ``@``, a host name or an IPv4/IPv6 literal."""
-    match = _MAILBOX.fullmatch(text)
-    if match is None or len(match.group(1)) > _MAX_LOCAL_PART:
-        return False
-    domain = match.group(2)
-    return is_hostname(domain) or _ADDRESS_LITERAL.fullmatch(domain) is not None
+    match = _MAILBOX(text)
+    return match is not None and len(match.group(1)) <= _MAX_LOCAL_PART
 
 
 #: The asserted formats: name -> checker (of a string).
@@ -199,7 +193,7 @@ FORMATS: Mapping[str, Callable[[str], bool]] = {
     "time": is_time,
     "duration": _compiled(_DURATION),
     "email": is_email,
-    "hostname": is_hostname,
+    "hostname": _compiled(_HOSTNAME),
     "ipv4": _compiled(_IPV4),
     "ipv6": _compiled(_IPV6),
     "uri": _compiled(_URI),
