@@ -128,7 +128,9 @@ _LABEL = "(?![A-Za-z0-9]{2}--)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 _HOSTNAME = rf"(?=[^\n]{{1,253}}\Z){_LABEL}(?:\.{_LABEL})*"
 _ATEXT = "[A-Za-z0-9!#$%&'*+\\-/=?^_`{|}~]+"
 _LOCAL_PART = f'(?:{_ATEXT}(?:\\.{_ATEXT})*|"(?:[\\x20\\x21\\x23-\\x5b\\x5d-\\x7e]|\\\\[\\x20-\\x7e])*")'
-_MAILBOX = _Grammar(rf"({_LOCAL_PART})@(?:{_HOSTNAME}|\[(?:{_IPV4}|IPv6:{_IPV6})\])")
+_MAILBOX = _Grammar(rf"({_LOCAL_PART})@{_HOSTNAME}")
+# An address literal's grammar (IPv6's is the costly one to compile) only when the domain is one.
+_MAILBOX_LITERAL = _Grammar(rf"({_LOCAL_PART})@\[(?:{_IPV4}|IPv6:{_IPV6})\]")
 _MAX_LOCAL_PART = 64
 
 
@@ -182,7 +184,7 @@ def is_date_time(text: str) -> bool:
 
 def is_email(text: str) -> bool:
     """RFC 5321 ``Mailbox``: a dot-string or quoted local part, ``@``, a host name or an IPv4/IPv6 literal."""
-    match = _MAILBOX(text)
+    match = _MAILBOX_LITERAL(text) if text.endswith("]") else _MAILBOX(text)
     return match is not None and len(match.group(1)) <= _MAX_LOCAL_PART
 
 
