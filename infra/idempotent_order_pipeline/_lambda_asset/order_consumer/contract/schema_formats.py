@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping
 
 from .ecma_regex import is_ecma_regex
 
+
 class _Grammar:
     """A whole-string matcher compiled at its first use: a cold start pays only for the formats used
     (the IRI grammar, with its Unicode ranges, takes a second to compile)."""
@@ -153,7 +154,9 @@ def _day_exists(year: str, month: str, day: str) -> bool:
     return day != "31" or month in ("01", "03", "05", "07", "08", "10", "12")
 
 
-def _leap_second_ok(hour: str, minute: str, second: str, sign: str | None, off_hour: str | None, off_minute: str | None) -> bool:
+def _leap_second_ok(
+    hour: str, minute: str, second: str, sign: str | None, off_hour: str | None, off_minute: str | None
+) -> bool:
     """A leap second is the last second of a UTC day: 23:59:60 once the offset is taken off."""
     if second != "60":
         return True
