@@ -10,11 +10,15 @@ pipeline is: its template (``GetTemplate``) holds the marks by logical id, its r
 (``ListStackResources``) the physical ids. No output, export or tag is needed, so any number of
 pipelines fit in one stack, and an app names its outputs as it likes.
 
-A pipeline with an ``order_schema`` carries the schema in its function's mark too
-(``"order_schema": {...}``): the producer client and ``order-pipeline send`` check orders against it
-before sending. The template is where it fits: the CLI reads it already, a template holds up to
-1 MB (a stack output 1,024 characters, a tag 256, an SSM parameter 8 KB), and the function's
-asset (the same schema, compiled) could only be read through a code download URL.
+A pipeline with an ``order_schema`` carries the schema in its function's mark too, as its one JSON
+text and that text's SHA-256 (``"order_schema": "{...}", "order_schema_sha256": "..."``): the
+producer client and ``order-pipeline send`` check orders against it before sending. The text is the
+one the consumer's validator was generated from (``idempotent_order_pipeline.order_schema.schema_text``);
+a string passes the CDK's bridge to Node unchanged, where an object would lose its ``null`` values,
+round integers above 2**53 and fail on a key named ``__proto__``. A reader checks the hash and refuses
+a schema that does not match it. The template is where it fits: the CLI reads it already, a template
+holds up to 1 MB (a stack output 1,024 characters, a tag 256, an SSM parameter 8 KB), and the
+function's asset (the same schema, compiled) could only be read through a code download URL.
 
 :func:`mark` runs at synth (called once by the construct); :func:`pipelines_in` reads a deployed
 template on the operator's side and imports nothing of the CDK.
@@ -22,6 +26,8 @@ template on the operator's side and imports nothing of the CDK.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -31,8 +37,10 @@ if TYPE_CHECKING:
 
 #: The resource metadata key (one per marked resource).
 METADATA_KEY = "idempotent_order_pipeline"
-#: The function's mark holds the pipeline's ``order_schema`` under this key (absent: no schema).
+#: The function's mark holds the pipeline's ``order_schema`` (its JSON text) under this key (absent: no schema).
 ORDER_SCHEMA_KEY = "order_schema"
+#: ... and the SHA-256 of that text (hex) under this one.
+ORDER_SCHEMA_SHA256_KEY = "order_schema_sha256"
 #: The marked roles: construct attribute -> what its CloudFormation physical id is.
 ROLES: Mapping[str, str] = {
     "queue": "queue URL",
@@ -57,7 +65,11 @@ def mark(pipeline: IdempotentOrderPipeline) -> None:
             continue
         marked: dict[str, Any] = {"pipeline": path, "role": role}
         if role == "function" and schema is not None:
-            marked[ORDER_SCHEMA_KEY] = dict(schema)
+            from idempotent_order_pipeline.order_schema import schema_sha256, schema_text
+
+            text = schema_text(schema)
+            marked[ORDER_SCHEMA_KEY] = text
+            marked[ORDER_SCHEMA_SHA256_KEY] = schema_sha256(text)
         resource.add_metadata(METADATA_KEY, marked)
 
 
@@ -74,8 +86,12 @@ class DiscoveredPipeline:
     path: str
     physical_ids: Mapping[str, str] = field(default_factory=dict)
     logical_ids: Mapping[str, str] = field(default_factory=dict)
-    #: The pipeline's ``order_schema`` (None: it has none).
+    #: The pipeline's ``order_schema`` (None: it has none, or it is refused: see ``order_schema_problem``).
     order_schema: Mapping[str, Any] | None = None
+    #: Its JSON text, as the consumer's validator was generated from it.
+    order_schema_text: str | None = None
+    #: Why the mark's schema is refused (its hash does not match, it is not JSON text); None: it is not.
+    order_schema_problem: str | None = None
 
     @property
     def construct_id(self) -> str:
@@ -121,7 +137,7 @@ def pipelines_in(template: Mapping[str, Any], physical_ids: Mapping[str, str]) -
     the stack did not create (yet) is left out of ``physical_ids`` but kept in ``logical_ids``.
     """
     found: dict[str, tuple[dict[str, str], dict[str, str]]] = {}
-    schemas: dict[str, Mapping[str, Any]] = {}
+    schemas: dict[str, tuple[Mapping[str, Any] | None, str | None, str | None]] = {}
     for logical_id, resource in (template.get("Resources") or {}).items():
         metadata = resource.get("Metadata") if isinstance(resource, Mapping) else None
         marked = metadata.get(METADATA_KEY) if isinstance(metadata, Mapping) else None
@@ -131,12 +147,33 @@ def pipelines_in(template: Mapping[str, Any], physical_ids: Mapping[str, str]) -
         if not isinstance(path, str):
             continue
         physical, logical = found.setdefault(path, ({}, {}))
-        if role == "function" and isinstance(marked.get(ORDER_SCHEMA_KEY), Mapping):
-            schemas[path] = marked[ORDER_SCHEMA_KEY]
+        if role == "function" and ORDER_SCHEMA_KEY in marked:
+            schemas[path] = _schema_of(logical_id, marked)
         logical[role] = logical_id
         if logical_id in physical_ids:
             physical[role] = physical_ids[logical_id]
     return [
-        DiscoveredPipeline(path=path, physical_ids=physical, logical_ids=logical, order_schema=schemas.get(path))
+        DiscoveredPipeline(path, physical, logical, *schemas.get(path, (None, None, None)))
         for path, (physical, logical) in sorted(found.items())
     ]
+
+
+def _schema_of(logical_id: str, marked: Mapping[str, Any]) -> tuple[Mapping[str, Any] | None, str | None, str | None]:
+    """(schema, its text, None), or (None, None, why it is refused), from a function's mark."""
+    text, expected = marked.get(ORDER_SCHEMA_KEY), marked.get(ORDER_SCHEMA_SHA256_KEY)
+    where = f"the order_schema in {logical_id}'s {METADATA_KEY} metadata"
+    if not isinstance(text, str):
+        return None, None, f"{where} is not its JSON text (a template written by another version): redeploy the stack"
+    if hashlib.sha256(text.encode("utf-8")).hexdigest() != expected:
+        return (
+            None,
+            None,
+            f"{where} does not match its {ORDER_SCHEMA_SHA256_KEY}: refusing a schema that is not the consumer's",
+        )
+    try:
+        schema = json.loads(text)
+    except ValueError as exc:
+        return None, None, f"{where} is not JSON: {exc}"
+    if not isinstance(schema, Mapping):
+        return None, None, f"{where} is not a JSON object"
+    return schema, text, None

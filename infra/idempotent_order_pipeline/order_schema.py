@@ -1,85 +1,57 @@
 """The ``order_schema`` prop: checked at synth, compiled to Python code, shipped with the function.
 
+* **One document** (:func:`schema_text`): the schema becomes one JSON text at synth (ASCII, so no
+  encoding can change it). The generated validator is compiled from that text and carries it
+  (``SCHEMA_JSON``, ``SCHEMA_SHA256``); the function's discovery metadata carries the same text and
+  hash as strings (:mod:`idempotent_order_pipeline.discovery`), which the CDK's bridge to Node passes
+  through unchanged (it drops ``null`` and rounds integers above 2**53 in objects, and cannot carry a
+  key named ``__proto__``); the producer and the CLI read it back, check the hash and compile the
+  same text into the same code.
 * **Checked at synth** (:func:`schema_problems`): the schema must be a JSON object valid against its
-  dialect's meta-schema (``jsonschema``'s ``check_schema``); every problem names ``order_schema`` and
-  the schema path (``$.properties.amount.type``). Dialects: draft 2020-12 (also when ``$schema`` is
-  absent), draft-07, draft-06 and draft-04.
-* **Compiled** (:func:`validator_code`): ``fastjsonschema`` (the validator Powertools' validation
-  utility uses) generates the validator as Python code at synth. Its generator speaks draft-04 to
-  draft-07, so a 2020-12 schema is first written in draft-07 terms (:func:`as_draft07`): ``prefixItems``
-  and ``items`` become ``items`` and ``additionalItems``, ``dependentRequired`` and ``dependentSchemas``
-  become ``dependencies``, a ``$ref`` with other keywords beside it becomes an ``allOf``. The keywords
-  draft-07 has no equivalent for (``unevaluatedProperties``, ``unevaluatedItems``, ``$dynamicRef``,
-  ``minContains``, ...) and references outside the schema (synthesis never calls the network) are
-  errors at synth, never silently ignored. ``format`` is asserted (as Powertools does).
+  dialect's meta-schema (``jsonschema``'s ``check_schema``), and one the generator can compile
+  completely; every problem names ``order_schema`` and the schema path (``$.properties.amount.type``).
+  Dialects: draft 2020-12 (also when ``$schema`` is absent), draft-07, draft-06 and draft-04.
+* **Compiled** (:func:`validator_code`): :mod:`idempotent_order_pipeline.schema_codegen` generates the
+  validator as Python code that speaks the schema's own dialect (no rewrite into another one), with
+  exact numbers, ECMA-262 regexes and asserted formats; what it cannot do is refused at synth.
 * **Shipped** (:func:`asset_directory`): a copy of the consumer's asset with the generated module
-  (``order_consumer/order_schema_validator.py``, importing nothing but
-  :mod:`order_consumer.contract.order_schema`), so the asset needs nothing else and the environment's
-  4 KB limit does not apply.
+  (``order_consumer/order_schema_validator.py``, importing the standard library and
+  ``order_consumer.contract`` only), so the asset needs nothing else and the environment's 4 KB limit
+  does not apply.
 * **The producer's check** (:func:`compile_order_schema`): the same generated code, run on the same
-  message body, so a bad order is refused before sending with the consumer's message. The operator
-  CLI finds the schema in the deployed template (the function's discovery metadata,
-  :mod:`idempotent_order_pipeline.discovery`).
+  message body, so a bad order is refused before sending with the consumer's message.
 
-``jsonschema`` and ``fastjsonschema`` are imported only when a schema is given.
+``jsonschema`` is imported only when a schema is given.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import re
 import shutil
 import sys
 import tempfile
 import types
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from idempotent_order_pipeline import schema_codegen
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract import order_schema as runtime
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.order_schema import OrderSchema
 
-PROP = "order_schema"
+PROP = schema_codegen.PROP
 DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
 DRAFT_07 = "http://json-schema.org/draft-07/schema#"
 #: ``$schema`` values accepted (with or without the trailing ``#``), by name.
 DIALECTS = {
-    "https://json-schema.org/draft/2020-12/schema": "draft 2020-12",
-    "http://json-schema.org/draft-07/schema": "draft-07",
-    "http://json-schema.org/draft-06/schema": "draft-06",
-    "http://json-schema.org/draft-04/schema": "draft-04",
+    "https://json-schema.org/draft/2020-12/schema": schema_codegen.DRAFT_2020_12,
+    "http://json-schema.org/draft-07/schema": schema_codegen.DRAFT_07,
+    "http://json-schema.org/draft-06/schema": schema_codegen.DRAFT_06,
+    "http://json-schema.org/draft-04/schema": schema_codegen.DRAFT_04,
 }
-#: 2020-12 keywords draft-07 cannot express: an error at synth, never ignored.
-UNSUPPORTED_KEYWORDS = (
-    "unevaluatedProperties",
-    "unevaluatedItems",
-    "$dynamicRef",
-    "$dynamicAnchor",
-    "$recursiveRef",
-    "$recursiveAnchor",
-    "minContains",
-    "maxContains",
-    "$anchor",
-    "$vocabulary",
-)
-# Where subschemas sit: one schema, a list of schemas, or a mapping of names to schemas.
-_ONE = (
-    "items",
-    "additionalItems",
-    "additionalProperties",
-    "not",
-    "if",
-    "then",
-    "else",
-    "contains",
-    "propertyNames",
-)
-_LIST = ("allOf", "anyOf", "oneOf", "prefixItems")
-_MAP = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
-#: The import the generated code starts with (its exception classes), and what it becomes in the asset.
-_GENERATED_IMPORT = re.compile(r"^from fastjsonschema import [\w, ]+$", flags=re.MULTILINE)
-_ASSET_IMPORT = "from .contract.order_schema import JsonSchemaValueException, JsonSchemaValuesException"
+#: The formats the validator asserts (any other ``format`` is refused at synth).
+ASSERTED_FORMATS = tuple(schema_codegen.FORMATS)
 _ASSET_PACKAGE = "idempotent_order_pipeline._lambda_asset.order_consumer"
 
 
@@ -89,51 +61,29 @@ def dialect(schema: Mapping[str, Any]) -> str | None:
     return DIALECTS.get(uri.rstrip("#")) if isinstance(uri, str) else None
 
 
-def _path(parts: Sequence[str | int]) -> str:
-    return "$" + "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in parts)
+def schema_text(schema: Mapping[str, Any]) -> str:
+    """The schema as the one JSON text every side compiles (ASCII, compact, keys in the given order).
+
+    Raises:
+        ValueError: the schema has no JSON form (a set, a NaN, a non-string key, ...).
+    """
+    return json.dumps(schema, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
 
 
-def _subschemas(schema: Mapping[str, Any]) -> list[tuple[tuple[str | int, ...], Any]]:
-    """(relative path, subschema) for every direct subschema of ``schema``."""
-    found: list[tuple[tuple[str | int, ...], Any]] = []
-    for key in _ONE:
-        if key in schema and not isinstance(schema[key], list):
-            found.append(((key,), schema[key]))
-    for key in (*_LIST, "items"):
-        if isinstance(schema.get(key), list):
-            found.extend(((key, index), sub) for index, sub in enumerate(schema[key]))
-    for key in _MAP:
-        if isinstance(schema.get(key), Mapping):
-            found.extend(((key, name), sub) for name, sub in schema[key].items())
-    dependencies = schema.get("dependencies")
-    if isinstance(dependencies, Mapping):
-        found.extend((("dependencies", name), sub) for name, sub in dependencies.items() if isinstance(sub, Mapping))
-    return found
+def schema_sha256(text: str) -> str:
+    """The hash the template carries beside :func:`schema_text`, checked by whoever reads it back."""
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
 
 
-def _compile_problems(schema: Mapping[str, Any], is_2020: bool) -> list[str]:
-    """What the compiled validator cannot do: keywords without a draft-07 form, references outside the schema."""
-    problems: list[str] = []
-    stack: list[tuple[tuple[str | int, ...], Any]] = [((), schema)]
-    while stack:
-        where, node = stack.pop()
-        if not isinstance(node, Mapping):
-            continue
-        ref = node.get("$ref")
-        if isinstance(ref, str) and not ref.startswith("#"):
-            problems.append(
-                f"{PROP}: {_path((*where, '$ref'))}: {ref!r} is outside the schema; only references into the "
-                "schema itself (#/...) are allowed (synthesis never calls the network)"
-            )
-        if is_2020:
-            for keyword in UNSUPPORTED_KEYWORDS:
-                if keyword in node:
-                    problems.append(
-                        f"{PROP}: {_path((*where, keyword))}: {keyword} is not supported by the compiled validator "
-                        "(draft-07 has no equivalent); express the rule with other keywords"
-                    )
-        stack.extend(((*where, *part), sub) for part, sub in _subschemas(node))
-    return problems
+def _meta_problems(schema: Mapping[str, Any], name: str) -> list[str]:
+    from jsonschema import validators  # the meta-schemas; only when a schema is given
+
+    validator_class = validators.validator_for(schema, default=validators.Draft202012Validator)
+    meta = validator_class(validator_class.META_SCHEMA)
+    return [
+        f"{PROP}: invalid JSON Schema ({name}) at {error.json_path}: {error.message}"[:500]
+        for error in sorted(meta.iter_errors(schema), key=lambda error: [str(part) for part in error.path])
+    ]
 
 
 def schema_problems(schema: object) -> list[str]:
@@ -147,101 +97,66 @@ def schema_problems(schema: object) -> list[str]:
             "(absent: draft 2020-12)"
         ]
     try:
-        json.dumps(schema, allow_nan=False)
+        text = schema_text(schema)
     except (TypeError, ValueError) as exc:
         return [f"{PROP}: not JSON: {exc}"]
-    from jsonschema import validators  # the meta-schemas; only when a schema is given
-
-    validator_class = validators.validator_for(schema, default=validators.Draft202012Validator)
-    meta = validator_class(validator_class.META_SCHEMA)
-    problems = [
-        f"{PROP}: invalid JSON Schema ({name}) at {error.json_path}: {error.message}"[:500]
-        for error in sorted(meta.iter_errors(schema), key=lambda error: list(error.path))
-    ]
-    return problems or _compile_problems(schema, name == "draft 2020-12")
+    except RecursionError:
+        return [f"{PROP}: nested too deeply to be written as JSON"]
+    return _meta_problems(schema, name) or _code(text, name)[1]
 
 
-def as_draft07(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """A checked 2020-12 schema in draft-07 terms (what the code generator speaks); other dialects as given."""
-    if dialect(schema) != "draft 2020-12":
-        return dict(schema)
-    translated: dict[str, Any] = _draft07(schema)
-    translated["$schema"] = DRAFT_07
-    return translated
-
-
-def _draft07(node: Any) -> Any:
-    if isinstance(node, list):
-        return [_draft07(item) for item in node]
-    if not isinstance(node, Mapping):
-        return node
-    result: dict[str, Any] = {}
-    for key, value in node.items():
-        if key in _MAP or key == "dependencies":
-            result[key] = {name: _draft07(sub) for name, sub in value.items()}
-        elif key in _ONE or key in _LIST:
-            result[key] = _draft07(value)
-        else:
-            result[key] = value
-    if "prefixItems" in result:
-        prefix = result.pop("prefixItems")
-        rest = result.pop("items", None)
-        result["items"] = prefix
-        if rest is not None:
-            result["additionalItems"] = rest
-    dependencies = dict(result.pop("dependentRequired", {}))
-    dependencies.update(result.pop("dependentSchemas", {}))
-    if dependencies:
-        result["dependencies"] = {**result.get("dependencies", {}), **dependencies}
-    if "$ref" in result and len(result) > 1:
-        # 2020-12 applies a $ref's siblings; draft-07 ignores them, unless they sit beside it in an allOf.
-        ref = result.pop("$ref")
-        kept: dict[str, Any] = {
-            key: result.pop(key) for key in ("$schema", "$id", "$defs", "definitions") if key in result
-        }
-        result = {**kept, "allOf": [{"$ref": ref}, result]}
-    return result
+def _code(text: str, name: str) -> tuple[str, list[str]]:
+    try:
+        return schema_codegen.generate(text, name)
+    except RecursionError:
+        return "", [f"{PROP}: nested too deeply for the validator"]
 
 
 def validator_code(schema: Mapping[str, Any]) -> str:
     """The validator of a checked schema as the Python module the asset ships.
 
     Raises:
-        ValueError: the code generator refused the schema (naming ``order_schema``).
+        ValueError: the schema cannot be compiled (every problem, each naming ``order_schema``).
     """
-    import fastjsonschema  # the code generator; only when a schema is given
-
-    try:
-        code = fastjsonschema.compile_to_code(as_draft07(schema), handlers={})
-    except fastjsonschema.JsonSchemaDefinitionException as exc:
-        raise ValueError(f"{PROP}: the validator cannot be generated: {exc}") from exc
-    code, imports = _GENERATED_IMPORT.subn(_ASSET_IMPORT, code)
-    if imports != 1 or re.search(r"^\s*(from|import)\s+fastjsonschema\b", code, flags=re.MULTILINE):
-        # A generator that imports anything else would make the asset depend on it: refuse, never ship that.
-        raise ValueError(f"{PROP}: unexpected code from fastjsonschema {fastjsonschema.VERSION}")
-    header = (
-        '"""The order schema\'s validator, generated at synth by idempotent_order_pipeline.order_schema '
-        '(fastjsonschema.compile_to_code). Do not edit."""\n\n'
-    )
-    return header + code
+    return validator_code_from_text(schema_text(schema), dialect(schema) or schema_codegen.DRAFT_2020_12)
 
 
-def compile_order_schema(schema: Mapping[str, Any]) -> OrderSchema:
+def validator_code_from_text(text: str, name: str | None = None) -> str:
+    """The validator module for the schema's JSON text (as the template carries it)."""
+    if name is None:
+        parsed = schema_codegen.parse_schema_text(text)
+        name = (dialect(parsed) if isinstance(parsed, Mapping) else None) or schema_codegen.DRAFT_2020_12
+    code, problems = _code(text, name)
+    if problems:
+        raise ValueError("; ".join(problems))
+    return code
+
+
+def compile_order_schema(schema: Mapping[str, Any] | str) -> OrderSchema:
     """The schema's validator in this process, from the same generated code the consumer runs.
+
+    ``schema`` is the schema (a dict) or its JSON text (as :func:`schema_text` wrote it, e.g. read back
+    from a deployed template).
 
     Raises:
         ValueError: the schema cannot be an order schema (every problem, each naming ``order_schema``).
     """
-    problems = schema_problems(schema)
+    document = json.loads(schema) if isinstance(schema, str) else schema
+    problems = schema_problems(document)
     if problems:
         raise ValueError("; ".join(problems))
-    code = validator_code(schema)
+    text = schema if isinstance(schema, str) else schema_text(schema)
+    code = validator_code_from_text(text)
     name = f"{_ASSET_PACKAGE}.{runtime.VALIDATOR_MODULE}_{hashlib.sha256(code.encode()).hexdigest()[:16]}"
-    module = types.ModuleType(name)
-    module.__package__ = _ASSET_PACKAGE  # the generated code's relative import resolves to this distribution's asset
-    exec(compile(code, f"<{PROP} validator>", "exec"), module.__dict__)  # noqa: S102 - code generated from the schema
-    sys.modules.setdefault(name, module)
-    return OrderSchema(module.validate)
+    module = sys.modules.get(name)
+    if module is None:
+        module = types.ModuleType(name)
+        module.__package__ = (
+            _ASSET_PACKAGE  # the generated code's relative import resolves to this distribution's asset
+        )
+        exec(compile(code, f"<{PROP} validator>", "exec"), module.__dict__)  # noqa: S102 - code generated from the schema
+        sys.modules.setdefault(name, module)
+    return OrderSchema(module.validate, text)
 
 
 def asset_directory(schema: Mapping[str, Any], outdir: Path | None = None) -> Path:

@@ -195,8 +195,13 @@ def deployed_order_schema(
     (:mod:`idempotent_order_pipeline.discovery`). ``pipeline`` selects one of several pipelines (its
     path in the stack, or its construct id). Needs ``cloudformation:GetTemplate`` on the stack.
 
+    The schema is the JSON text the consumer's validator was generated from, checked against the
+    SHA-256 beside it; parsed, it equals the ``order_schema`` the construct was given (``None``
+    values, integers of any size and every key included), and compiles to the consumer's code.
+
     Raises:
-        ValueError: the stack holds no pipeline, or several and ``pipeline`` names not exactly one.
+        ValueError: the stack holds no pipeline, or several and ``pipeline`` names not exactly one; or
+            the template's schema does not match its hash.
     """
     client = cloudformation or boto3.client("cloudformation", config=CLIENT_CONFIG)
     body: Any = client.get_template(StackName=stack_name, TemplateStage="Original")["TemplateBody"]
@@ -209,6 +214,8 @@ def deployed_order_schema(
             f"stack {stack_name!r}: pipeline={pipeline!r} names {len(chosen)} of its pipelines ({paths}); "
             "pass pipeline= with one path"
         )
+    if chosen[0].order_schema_problem is not None:
+        raise ValueError(f"stack {stack_name!r}: {chosen[0].order_schema_problem}")
     return chosen[0].order_schema
 
 

@@ -175,3 +175,78 @@ def test_several_broken_rules_are_one_error_naming_each() -> None:
     # THEN its message names each, in order, and it keeps them
     assert str(error) == error.message == "$.amount must be number; $.items must contain at least 1 items"
     assert error.errors == rules
+
+
+#: Issue 31's repros, as the consumer's entry point sees them: a schema whose verdicts float, regexes
+#: and annotations used to get wrong, and orders on each side of each rule.
+TRUSTED_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "country": {"type": "string"},
+        "currency": {"type": "string", "default": "EUR"},
+        "gift": {"type": "object", "properties": {"wrap": {"default": True}}, "not": {"required": ["wrap"]}},
+        "amount": {"type": "number", "maximum": 100},
+        "quantity": {"type": "integer"},
+        "share": {"exclusiveMaximum": 1},
+        "postcode": {"pattern": "^\\d{5}$"},
+        "email": {"format": "email"},
+    },
+    "if": {"properties": {"country": {"const": "US"}}, "required": ["country"]},
+    "then": {"required": ["currency"]},
+}
+
+
+@pytest.mark.parametrize(
+    ("fields", "rule"),
+    [
+        ({"country": "US"}, "$ must contain ['currency'] properties (rule: required)"),
+        ({"amount": "__100.0000000000000000001__"}, "$.amount must be smaller than or equal to 100 (rule: maximum)"),
+        ({"quantity": "__1.0000000000000000001__"}, "$.quantity must be integer (rule: type)"),
+        ({"postcode": "\u0661\u0662\u0663\u0664\u0665"}, "$.postcode must match pattern ^\\d{5}$ (rule: pattern)"),
+        ({"postcode": "12345\n"}, "$.postcode must match pattern ^\\d{5}$ (rule: pattern)"),
+        ({"email": "a@b.c\n"}, "$.email must be email (rule: format)"),
+    ],
+)
+def test_the_consumer_parks_what_the_schema_refuses_whatever_defaults_floats_or_python_regexes_say(
+    make_world: Callable[..., World], monkeypatch: pytest.MonkeyPatch, fields: dict[str, Any], rule: str
+) -> None:
+    # GIVEN a pipeline with the schema (its asset's validator), and an order that breaks one rule:
+    # a default that must not count as present, a number past a bound only in its 20th digit, an
+    # Arabic-Indic digit or a final newline that Python's regexes would let through
+    install_validator(monkeypatch, TRUSTED_SCHEMA)
+    world = make_world()
+    text = json.dumps({"order_id": "o-1", **fields})
+    for literal in ("100.0000000000000000001", "1.0000000000000000001"):
+        text = text.replace(f'"__{literal}__"', literal)
+    # WHEN the consumer processes it
+    world.invoke([sqs_record(text)])
+    # THEN it is parked with SCHEMA_VIOLATION naming that rule, and nothing is written
+    [parked] = world.dead_letters()
+    assert parked["MessageAttributes"]["error_code"]["StringValue"] == "SCHEMA_VIOLATION"
+    assert (
+        parked["MessageAttributes"]["error_message"]["StringValue"] == f"the order does not match order_schema: {rule}"
+    )
+    assert world.order_rows() == {}
+
+
+def test_the_consumer_records_what_the_schema_allows_and_stores_it_unchanged(
+    make_world: Callable[..., World], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN the same pipeline, and orders the schema allows: an empty gift (its default is no property),
+    # a share of 0.99999999999999999999 (below 1, though a float rounds it to 1), a US order with a currency
+    install_validator(monkeypatch, TRUSTED_SCHEMA)
+    world = make_world()
+    bodies = [
+        json.dumps({"order_id": "o-1", "gift": {}}),
+        '{"order_id": "o-2", "share": 0.99999999999999999999}',
+        json.dumps({"order_id": "o-3", "country": "US", "currency": "USD", "amount": 100}),
+    ]
+    # WHEN the consumer processes them
+    response = world.invoke([sqs_record(b) for b in bodies])
+    # THEN all three are recorded, none parked, and no default was written into a row
+    assert response == {"batchItemFailures": []}
+    assert world.dead_letters() == []
+    rows = world.order_rows()
+    assert set(rows) == {"o-1", "o-2", "o-3"}
+    assert "wrap" not in json.dumps(rows["o-1"], default=str)
+    assert "currency" not in rows["o-1"]

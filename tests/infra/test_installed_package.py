@@ -332,14 +332,14 @@ SCHEMA_APP = textwrap.dedent(
 
 #: Run in the throwaway venv: the consumer loaded from its staged asset (top-level ``order_consumer``, as Lambda
 #: loads it), with the template's environment (each ``Ref`` stands for a resource created here under its logical
-#: id), on moto, with fastjsonschema made unimportable: the asset must need nothing beyond the layer.
+#: id), on moto, with jsonschema (the synth-time check) made unimportable: the asset must need nothing beyond the layer.
 CONSUMER_FROM_ASSET = textwrap.dedent(
     """
     import json
     import os
     import sys
 
-    sys.modules["fastjsonschema"] = None  # any import of it fails: the asset must not need it
+    sys.modules["jsonschema"] = None  # any import of it fails: the asset must not need it
     asset, variables = sys.argv[1], json.loads(sys.argv[2])
     sys.path.insert(0, asset)
     os.environ.update(AWS_DEFAULT_REGION="eu-west-1", AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="x")
@@ -399,7 +399,7 @@ CONSUMER_FROM_ASSET = textwrap.dedent(
             "parked": [{k: v["StringValue"] for k, v in m["MessageAttributes"].items() if k.startswith("error_")}
                        for m in parked.get("Messages", [])],
             "notified": [json.loads(m["Body"]) for m in notified.get("Messages", [])],
-            "fastjsonschema_loaded": sys.modules.get("fastjsonschema") is not None,
+            "jsonschema_loaded": sys.modules.get("jsonschema") is not None,
         }))
     """
 )
@@ -464,8 +464,8 @@ def test_installed_wheel_with_an_order_schema_ships_a_self_contained_consumer(wh
     assert attributes["country"] == ("String", "DE")
     assert attributes["customer.tier"] == ("String", "gold")
     assert json.loads(notification["Message"])["order_id"] == "o-1"
-    # AND nothing imported fastjsonschema: the generated validator needs only the asset
-    assert found["fastjsonschema_loaded"] is False
+    # AND nothing imported jsonschema: the generated validator needs only the asset and the standard library
+    assert found["jsonschema_loaded"] is False
     # AND the subscriber's filter policy is in the template
     [subscription] = [r for r in template["Resources"].values() if r["Type"] == "AWS::SNS::Subscription"]
     assert subscription["Properties"]["FilterPolicy"] == {"country": ["DE"]}

@@ -338,6 +338,8 @@ class PipelineResources:
             if self.explicit:
                 return None
             raise
+        if pipeline is not None and pipeline.order_schema_problem is not None:
+            raise PipelineNotFoundError(f"pipeline {pipeline.path}: {pipeline.order_schema_problem}")
         return None if pipeline is None else pipeline.order_schema
 
     def identity_fields(self) -> tuple[tuple[str, ...], str]:

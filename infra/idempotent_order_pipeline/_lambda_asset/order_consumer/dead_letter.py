@@ -19,6 +19,7 @@ from .contract.batching import (
 from .contract.errors import PermanentError
 from .contract.parked import (
     ADDED_ATTRIBUTES,
+    MAX_ERROR_MESSAGE_CHARS,
     PARKED_ATTRIBUTE,
     Envelope,
     producer_attributes,
@@ -27,8 +28,6 @@ from .contract.parked import (
 if TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient
     from mypy_boto3_sqs.type_defs import MessageAttributeValueTypeDef, SendMessageBatchRequestEntryTypeDef
-
-MAX_ERROR_MESSAGE_CHARS = 1024
 
 
 def _packed_format(attribute: Mapping[str, Any]) -> dict[str, str]:

@@ -32,6 +32,8 @@ from typing import Any
 
 #: The reason: a machine-readable code, a human-readable message, the id of the message that failed.
 REASON_ATTRIBUTES = ("error_code", "error_message", "source_message_id")
+#: The longest ``error_message`` a parked message carries (characters; a longer reason is cut).
+MAX_ERROR_MESSAGE_CHARS = 1024
 #: The consumer's mark on a message it parked: a JSON envelope (see the module docstring).
 PARKED_ATTRIBUTE = "order_pipeline_parked"
 #: The envelope's version; an envelope of another version is not ours (treated as a producer's value).
