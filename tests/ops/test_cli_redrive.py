@@ -285,6 +285,14 @@ def test_the_loop_parks_what_does_not_fit_with_its_reason_and_moves_the_rest(ops
     big = {"order_id": "o-big", "note": "n" * 3000}
     ops.dead_letter(big, {"trace": {"DataType": "String", "StringValue": "t-1"}})
     ops.dead_letter(ORDERS[0])
+    # WHEN a dry run looks / THEN it says one would move and one would be parked as too large
+    dry = ops.run("redrive", "--dry-run", "--json", "--wait-seconds", "0")
+    assert dry.exit_code == 0, dry.output
+    assert {k: json.loads(dry.stdout)[k] for k in ("would_move", "too_large", "skipped")} == {
+        "would_move": 1,
+        "too_large": 1,
+        "skipped": 0,
+    }
     # WHEN the DLQ is redriven
     result = ops.run("redrive", "--yes", "--json", "--wait-seconds", "0")
     # THEN the small one moved, and the command fails naming the one that stays and why

@@ -33,6 +33,7 @@ from idempotent_order_pipeline.cli.aws import (
     PipelineResources,
     Stack,
     approximate_depth,
+    maximum_message_size,
     queue_arn,
 )
 from idempotent_order_pipeline.cli.context import (
@@ -646,6 +647,9 @@ def _redrive_dry_run(
     chosen = [letter for letter in reading.letters if letter not in foreign and selection.matches(letter)][
         :max_messages
     ]
+    limit = maximum_message_size(operator.clients.sqs, queue_url)
+    too_large = [letter for letter in chosen if limit is not None and letter.redrive_size > limit]
+    chosen = [letter for letter in chosen if letter not in too_large]
     by_code = Counter(letter.error_code for letter in chosen)
     if as_json:
         echo(
@@ -655,7 +659,8 @@ def _redrive_dry_run(
                     "method": method,
                     "would_move": len(chosen),
                     "moved_by_code": dict(by_code),
-                    "skipped": len(reading.letters) - len(chosen) - len(foreign),
+                    "too_large": len(too_large),
+                    "skipped": len(reading.letters) - len(chosen) - len(too_large) - len(foreign),
                     "held_back": reading.held_back,
                     "from_other_queues": _foreign_json(
                         (letter.message_id, str(letter.source_queue_arn)) for letter in foreign
@@ -669,6 +674,11 @@ def _redrive_dry_run(
             f"redrive (dry run): would move {len(chosen)} message(s) to {queue_url}"
             + (f" [{codes}]" if codes else "")
             + _foreign_note(len(foreign))
+            + (
+                f"; would park {len(too_large)} too large for the queue as {MessageTooLargeError.error_code}"
+                if too_large
+                else ""
+            )
             + f"; nothing moved{_held_back_note(reading.held_back)}"
         )
         _print_foreign((letter.message_id, str(letter.source_queue_arn)) for letter in foreign)
