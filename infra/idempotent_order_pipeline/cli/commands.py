@@ -472,7 +472,10 @@ def dlq_drop(
     type=click.Choice(["auto", "move-task", "loop"]),
     default="auto",
     show_default=True,
-    help="move-task: SQS StartMessageMoveTask; loop: receive-send-delete from here; auto: move-task if available.",
+    help=(
+        "move-task: SQS StartMessageMoveTask; loop: receive-send-delete from here; auto: move-task if available "
+        "and every DLQ message fits the queue (its MaximumMessageSize), else the loop."
+    ),
 )
 @click.option(
     "--error-code",
@@ -512,7 +515,9 @@ def redrive(
 
     Safe to run at any time: the consumer skips an order already recorded, publishes and marks
     one left 'pending', and parks a message that fails again. The loop returns messages as the
-    producer sent them (reason attributes removed); a move task moves them as they are. Messages
+    producer sent them (reason attributes removed) and parks one too large for the queue again as
+    MESSAGE_TOO_LARGE; a move task moves them as they are, so it runs only when the DLQ's
+    MaximumMessageSize is at most the queue's. Messages
     another queue's redrive policy moved to the DLQ stay there (listed); while another queue names
     the DLQ as its dead-letter queue, the loop runs instead of a move task.
     """
