@@ -178,7 +178,7 @@ def test_use_it_in_your_own_app_works_as_written_from_the_wheel(tmp_path: Path) 
         # THEN the construct came from the installed wheel, the stand-in with it
         site = list((shop / ".venv").glob("lib/python*/site-packages"))
         assert [s for s in site if (s / "idempotent_order_pipeline" / "__init__.py").exists()]
-        assert [s for s in site if (s / "idempotent_order_pipeline.sandbox" / "standin.py").exists()]
+        assert [s for s in site if (s / "idempotent_order_pipeline" / "sandbox" / "standin.py").exists()]
 
         # WHEN the stand-in starts and the app is deployed onto it
         deployed = run_block(deploy, shop, env)
