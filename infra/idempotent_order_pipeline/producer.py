@@ -12,9 +12,11 @@ park in the DLQ is refused here with :class:`~idempotent_order_pipeline.errors.I
 The body is the canonical JSON of the order (:func:`idempotent_order_pipeline.keys.canonical_json`): numbers are
 written exactly, so a :class:`~decimal.Decimal` such as ``Decimal("0.10")`` arrives as ``0.1``,
 never as a binary float. On a FIFO queue the message group is the order (``order_id`` as is when SQS accepts
-it, else ``sha256:`` + its hash) and the deduplication id the SHA-256 hex of the event id (always,
-so two events never share one), so SQS itself drops a resend within its five-minute window. Both
-come from :mod:`order_consumer.contract.sns_ids`, the rule the consumer's SNS notifications follow.
+it, else ``sha256:`` + its hash) and the deduplication id the hash of the event id and the content's
+fingerprint (``payload_sha256``, the consumer's): SQS itself drops an exact resend within its
+five-minute window, and delivers a conflict (the same event id with other content), which the
+consumer parks as ``IDEMPOTENCY_CONFLICT`` instead of SQS dropping it unseen. Both ids come from
+:mod:`order_consumer.contract.sns_ids`, the rule the consumer's SNS notifications follow.
 
 Delivery is at least once: when a call fails in a way that leaves its outcome unknown (a timeout
 after SQS accepted the batch), the retry may enqueue an order a second time. That is safe - the key
@@ -44,9 +46,16 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.contract.batching im
     message_bytes,
     sqs_text,
 )
-from idempotent_order_pipeline._lambda_asset.order_consumer.contract.message import ORDER_ID_FIELD, parse_order_message
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.message import (
+    ORDER_ID_FIELD,
+    parse_body,
+    parse_order_message,
+)
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.order_schema import OrderSchema
-from idempotent_order_pipeline._lambda_asset.order_consumer.contract.sns_ids import sns_deduplication_id, sns_group_id
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.sns_ids import (
+    queue_deduplication_id,
+    sns_group_id,
+)
 from idempotent_order_pipeline.discovery import pipelines_in, select
 from idempotent_order_pipeline.errors import InvalidMessageError, OrderSendError, PermanentError, SchemaViolationError
 from idempotent_order_pipeline.keys import (
@@ -126,10 +135,31 @@ class PreparedOrder:
     event_id: str
     order_id: str
     body: str
-    #: A FIFO queue's ``MessageDeduplicationId``; None: derived from the event id, so that SQS drops
-    #: a producer's retry within its five-minute window. A deliberate second delivery (the CLI's
-    #: ``pending --resend``) sets a fresh one, or SQS would accept it and drop it unseen.
+    #: A FIFO queue's ``MessageDeduplicationId``; None: derived from the event id and the content
+    #: (:func:`~order_consumer.contract.sns_ids.queue_deduplication_id`), so that SQS drops a
+    #: producer's retry within its five-minute window but delivers a conflict. A deliberate second
+    #: delivery (the CLI's ``pending --resend``) takes one of its own (:meth:`redelivered`), or SQS
+    #: would accept it and drop it unseen.
     deduplication_id: str | None = None
+    #: The fingerprint of the content (every body field but ``event_id``), as the consumer computes it.
+    payload_sha256: str | None = None
+
+    @property
+    def fifo_deduplication_id(self) -> str:
+        """The ``MessageDeduplicationId`` this order is sent with on a FIFO queue."""
+        if self.deduplication_id is not None:
+            return self.deduplication_id
+        fingerprint = self.payload_sha256 or payload_sha256(parse_body(self.body))
+        return queue_deduplication_id(self.event_id, fingerprint)
+
+    def redelivered(self, delivery: str) -> PreparedOrder:
+        """This order as a deliberate second delivery named ``delivery``: a deduplication id of its own.
+
+        SQS drops no such copy as a duplicate of the first send (or of another delivery); sends of
+        this one copy (retries) still share the id, so SQS drops those.
+        """
+        fingerprint = self.payload_sha256 or payload_sha256(parse_body(self.body))
+        return replace(self, deduplication_id=queue_deduplication_id(self.event_id, fingerprint, delivery))
 
     @property
     def attributes(self) -> dict[str, MessageAttributeValueTypeDef]:
@@ -250,7 +280,7 @@ class OrderPublisher:
 
     Args:
         queue_url: the pipeline's queue (the stack output ``QueueUrl``); a URL ending in ``.fifo``
-            gets a message group (the order id) and a deduplication id (the event id).
+            gets a message group (the order id) and a deduplication id (the event id and the content).
         identity_fields: the fields hashed into the key of an order without ``event_id``; use the
             consumer's ``IDENTITY_FIELDS`` so that both sides derive the same key.
         client: an SQS client; by default one is created from boto3's default session at first use.
@@ -322,14 +352,16 @@ class OrderPublisher:
         )
         if self._schema is not None:
             self._schema.check(body)
-        return PreparedOrder(event_id=message.event_id, order_id=message.order_id, body=body)
+        return PreparedOrder(
+            event_id=message.event_id, order_id=message.order_id, body=body, payload_sha256=message.payload_sha256
+        )
 
     def _fifo_parameters(self, prepared: PreparedOrder) -> dict[str, str]:
         if not self.fifo:
             return {}
         return {
             "MessageGroupId": sns_group_id(prepared.order_id),
-            "MessageDeduplicationId": prepared.deduplication_id or sns_deduplication_id(prepared.event_id),
+            "MessageDeduplicationId": prepared.fifo_deduplication_id,
         }
 
     def send(self, order: Mapping[str, Any]) -> str:

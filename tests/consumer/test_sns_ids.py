@@ -15,12 +15,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.errors import InvalidTextError
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.sns_ids import (
+    FIRST_DELIVERY,
     HASHED_GROUP_PREFIX,
+    QUEUE_DEDUPLICATION_TAG,
+    REDRIVE_DELIVERY,
+    RESEND_DELIVERY,
     is_valid_fifo_id,
+    queue_deduplication_id,
     sns_deduplication_id,
     sns_group_id,
 )
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.unicode_text import check_identifier
 
 DOCUMENTED_PUNCTUATION = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
 DOCUMENTED_ALPHABET = frozenset(
@@ -104,3 +111,55 @@ def test_deduplication_ids_are_injective(left: str, right: str) -> None:
     # AND two order ids share a group only when one of them is literally the other's "sha256:..." group id
     if left != right and sns_group_id(left) == sns_group_id(right):
         assert sns_group_id(left) in (left, right)
+
+
+# --- the queue's deduplication id of an order: event, content, delivery ---------------------------
+
+fingerprints = st.text("0123456789abcdef", min_size=64, max_size=64)
+deliveries = st.sampled_from([FIRST_DELIVERY, REDRIVE_DELIVERY + "m-1", RESEND_DELIVERY + "r-1"]) | any_text
+
+
+@settings(max_examples=300, deadline=None)
+@given(event_id=any_text, fingerprint=fingerprints, delivery=deliveries)
+def test_a_queue_deduplication_id_is_always_valid(event_id: str, fingerprint: str, delivery: str) -> None:
+    # GIVEN any event id, fingerprint and delivery / WHEN mapped / THEN SQS's documented rule accepts it
+    dedup = queue_deduplication_id(event_id, fingerprint, delivery)
+    assert documented_valid(dedup)
+    assert len(dedup) == 64
+
+
+@settings(max_examples=300, deadline=None)
+@given(left=st.tuples(any_text, fingerprints, deliveries), right=st.tuples(any_text, fingerprints, deliveries))
+def test_queue_deduplication_ids_are_equal_exactly_for_the_same_event_content_and_delivery(
+    left: tuple[str, str, str], right: tuple[str, str, str]
+) -> None:
+    # GIVEN two (event id, fingerprint, delivery) / WHEN mapped / THEN equal ids exactly when all three are equal
+    assert (queue_deduplication_id(*left) == queue_deduplication_id(*right)) is (left == right)
+
+
+def test_a_conflict_and_a_redelivery_get_ids_of_their_own() -> None:
+    # GIVEN an event with two contents / WHEN mapped / THEN each content has its id, and so has each delivery
+    first, other = "a" * 64, "b" * 64
+    ids = {
+        queue_deduplication_id("evt-1", first),
+        queue_deduplication_id("evt-1", other),
+        queue_deduplication_id("evt-1", first, REDRIVE_DELIVERY + "m-1"),
+        queue_deduplication_id("evt-1", first, REDRIVE_DELIVERY + "m-2"),
+        queue_deduplication_id("evt-1", first, RESEND_DELIVERY + "r-1"),
+    }
+    assert len(ids) == 5
+    # AND a delivery that is not named is the producer's first
+    assert queue_deduplication_id("evt-1", first) == queue_deduplication_id("evt-1", first, FIRST_DELIVERY)
+
+
+@settings(max_examples=300, deadline=None)
+@given(event_id=any_text, other=any_text, fingerprint=fingerprints, delivery=deliveries)
+def test_no_queue_deduplication_id_is_the_hash_of_an_event_id(
+    event_id: str, other: str, fingerprint: str, delivery: str
+) -> None:
+    # GIVEN the text hashed into a queue deduplication id: it holds a line break, which no event id may
+    text = QUEUE_DEDUPLICATION_TAG + repr(event_id)
+    with pytest.raises(InvalidTextError):
+        check_identifier(text, "event_id")
+    # THEN no such id equals 0.2.0's queue id (and the notification's id) of an event (SHA-256 collisions aside)
+    assert queue_deduplication_id(event_id, fingerprint, delivery) != sns_deduplication_id(other)

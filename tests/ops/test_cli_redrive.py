@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from moto.sqs import models as moto_sqs_models
 
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.batching import message_bytes
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.parked import PARKED_ATTRIBUTE, REASON_ATTRIBUTES
 from idempotent_order_pipeline.cli import dead_letters
 from idempotent_order_pipeline.cli.dead_letters import RedriveReport, wait_for_move_task
@@ -219,6 +220,113 @@ def test_selection_options_need_the_loop(ops: OpsWorld) -> None:
     result = ops.run("redrive", "--method", "move-task", "--error-code", "MAX_RECEIVES")
     assert result.exit_code == 2
     assert "needs the loop" in result.stderr
+
+
+def _limit_queue(ops: OpsWorld, size: int) -> None:
+    """The orders queue's MaximumMessageSize (the DLQ keeps moto's default, 1 MiB, as the construct's does)."""
+    ops.sqs.set_queue_attributes(QueueUrl=ops.queue_url, Attributes={"MaximumMessageSize": str(size)})
+
+
+def test_auto_redrive_runs_the_loop_when_a_parked_message_may_not_fit_the_queue(ops: OpsWorld) -> None:
+    # GIVEN a queue of 2 KiB beside its 1 MiB DLQ, and an endpoint with StartMessageMoveTask
+    _limit_queue(ops, 2048)
+    sqs = MoveTaskSqs(ops.sqs)
+    # AND an order of 1,900 bytes the consumer parked: with its reason and envelope, over 2 KiB
+    order = {"order_id": "", "note": "n" * 1860}
+    ops.sqs.send_message(QueueUrl=ops.queue_url, MessageBody=json.dumps(order))
+    assert ops.consume() == 1
+    [parked] = ops.receive_all(ops.dlq_url, delete=False)
+    ops.sqs.change_message_visibility(QueueUrl=ops.dlq_url, ReceiptHandle=parked["ReceiptHandle"], VisibilityTimeout=0)
+    assert message_bytes(parked["Body"], parked["MessageAttributes"]) > 2048 >= len(json.dumps(order))
+    # WHEN the DLQ is redriven with the default method
+    result = ops.run("redrive", "--yes", "--wait-seconds", "0", sqs=sqs)
+    # THEN no move task started: the command says why and runs the loop
+    assert result.exit_code == 0, result.output
+    assert sqs.started == []
+    assert "the DLQ accepts messages of up to 1048576 bytes and the queue of up to 2048" in result.stderr
+    assert "redrive (loop): moved 1 message(s)" in result.stdout
+    # AND the loop sent it back as the producer sent it, which fits
+    [back] = ops.receive_all(ops.queue_url)
+    assert back["Body"] == json.dumps(order)
+    assert ops.visible_count(ops.dlq_url) == 0
+
+
+def test_a_move_task_runs_when_the_queue_accepts_whatever_the_dlq_holds(ops: OpsWorld) -> None:
+    # GIVEN a DLQ whose MaximumMessageSize is the queue's, and an endpoint with StartMessageMoveTask
+    ops.sqs.set_queue_attributes(QueueUrl=ops.dlq_url, Attributes={"MaximumMessageSize": "262144"})
+    _limit_queue(ops, 262144)
+    ops.dead_letter(ORDERS[0])
+    sqs = MoveTaskSqs(ops.sqs)
+    # WHEN the DLQ is redriven / THEN a move task moved it
+    result = ops.run("redrive", "--yes", sqs=sqs)
+    assert result.exit_code == 0, result.output
+    assert len(sqs.started) == 1
+    assert "redrive (move-task): moved 1 message(s)" in result.stdout
+
+
+def test_a_move_task_demanded_when_a_message_may_not_fit_fails(ops: OpsWorld) -> None:
+    # GIVEN a queue smaller than its DLQ and an endpoint with StartMessageMoveTask
+    _limit_queue(ops, 262144)
+    ops.dead_letter(ORDERS[0])
+    sqs = MoveTaskSqs(ops.sqs)
+    # WHEN --method move-task is demanded
+    result = ops.run("redrive", "--yes", "--method", "move-task", sqs=sqs)
+    # THEN it fails, says why and what to use, starts no task, and the message stays
+    assert result.exit_code == 1
+    assert sqs.started == []
+    assert "a move task moves messages as they are, and the DLQ accepts messages of up to 1048576" in result.stderr
+    assert "use --method loop, which parks what does not fit as MESSAGE_TOO_LARGE" in result.stderr
+    assert ops.visible_count(ops.dlq_url) == 1
+
+
+def test_the_loop_parks_what_does_not_fit_with_its_reason_and_moves_the_rest(ops: OpsWorld) -> None:
+    # GIVEN a DLQ holding a small message and one of 3,000 bytes, and a queue of 2 KiB
+    _limit_queue(ops, 2048)
+    big = {"order_id": "o-big", "note": "n" * 3000}
+    ops.dead_letter(big, {"trace": {"DataType": "String", "StringValue": "t-1"}})
+    ops.dead_letter(ORDERS[0])
+    # WHEN a dry run looks / THEN it says one would move and one would be parked as too large
+    dry = ops.run("redrive", "--dry-run", "--json", "--wait-seconds", "0")
+    assert dry.exit_code == 0, dry.output
+    assert {k: json.loads(dry.stdout)[k] for k in ("would_move", "too_large", "skipped")} == {
+        "would_move": 1,
+        "too_large": 1,
+        "skipped": 0,
+    }
+    # WHEN the DLQ is redriven
+    result = ops.run("redrive", "--yes", "--json", "--wait-seconds", "0")
+    # THEN the small one moved, and the command fails naming the one that stays and why
+    assert result.exit_code == 1, result.output
+    [report] = [json.loads(line) for line in result.stdout.splitlines()]
+    assert (report["moved"], report["complete"], report["failed"]) == (1, False, [])
+    [too_large] = report["too_large"]
+    assert too_large["reason"].startswith("3047 bytes as the producer sent it; the queue accepts at most 2048")
+    assert "as MESSAGE_TOO_LARGE" in result.stderr
+    assert [json.loads(m["Body"])["order_id"] for m in ops.receive_all(ops.queue_url)] == ["o-0"]
+    # AND the big one is parked again with the code MESSAGE_TOO_LARGE in the consumer's envelope,
+    # its reason, and the producer's attributes
+    listed = ops.run("dlq", "list", "--json", "--body", "--wait-seconds", "0")
+    [entry] = [json.loads(line) for line in listed.stdout.splitlines()]
+    assert (entry["order_id"], entry["error_code"]) == ("o-big", "MESSAGE_TOO_LARGE")
+    assert entry["error_message"] == too_large["reason"]
+    assert "parked before as MAX_RECEIVES (moved by the queue)" in entry["error_message"]
+    assert entry["attributes"]["trace"] == "t-1"
+    assert json.loads(entry["body"]) == big
+
+    # WHEN the DLQ is redriven again
+    again = ops.run("redrive", "--yes", "--json", "--wait-seconds", "0")
+    # THEN it stays as it is (not parked once more), reported with the same reason
+    assert again.exit_code == 1, again.output
+    [second] = [json.loads(line) for line in again.stdout.splitlines()]
+    assert second["moved"] == 0
+    assert [(t["message_id"], t["reason"]) for t in second["too_large"]] == [(entry["message_id"], too_large["reason"])]
+    # AND once the queue accepts it, a redrive moves it, as the producer sent it
+    _limit_queue(ops, 262144)
+    moved = ops.run("redrive", "--yes", "--wait-seconds", "0")
+    assert moved.exit_code == 0, moved.output
+    [back] = ops.receive_all(ops.queue_url)
+    assert json.loads(back["Body"]) == big
+    assert back["MessageAttributes"] == {"trace": {"DataType": "String", "StringValue": "t-1"}}
 
 
 def test_waiting_for_a_move_task_polls_until_it_ends() -> None:

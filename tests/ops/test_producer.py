@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime
-import hashlib
 import json
 from collections import Counter
 from decimal import Decimal
@@ -12,8 +11,9 @@ from typing import Any
 import pytest
 from botocore.exceptions import EndpointConnectionError
 
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.sns_ids import queue_deduplication_id
 from idempotent_order_pipeline.errors import InvalidMessageError, ItemTooLargeError, OrderSendError
-from idempotent_order_pipeline.keys import derive_event_id
+from idempotent_order_pipeline.keys import derive_event_id, payload_sha256
 from idempotent_order_pipeline.producer import OrderPublisher
 from tests.consumer.harness import ArmedFault, FaultBoard, GuardedClient, client_error
 from tests.ops.conftest import FakeSleep, OpsWorld, PartialBatchSqs
@@ -240,7 +240,7 @@ def test_send_raises_a_domain_error_when_sqs_fails(ops: OpsWorld) -> None:
         publisher.send({"order_id": "o-1"})
 
 
-def test_fifo_queue_gets_the_order_as_group_and_the_event_as_deduplication_id(
+def test_fifo_queue_gets_the_order_as_group_and_the_event_and_content_as_deduplication_id(
     make_ops_world: Any,
 ) -> None:
     # GIVEN a FIFO pipeline
@@ -250,11 +250,11 @@ def test_fifo_queue_gets_the_order_as_group_and_the_event_as_deduplication_id(
     # WHEN the same order is sent twice, and another once
     first = publisher.send(order)
     publisher.send_batch([order, {"order_id": "o-2"}])
-    # THEN SQS kept one message per event: group = order, deduplication id = the event id's SHA-256 hex
+    # THEN SQS kept one message per order: group = order, deduplication id = the event and the content
     messages = ops.receive_all(ops.queue_url)
     assert sorted(m["Attributes"]["MessageGroupId"] for m in messages) == ["o-1", "o-2"]
     dedup = {m["Attributes"]["MessageGroupId"]: m["Attributes"]["MessageDeduplicationId"] for m in messages}
-    assert dedup["o-1"] == hashlib.sha256(first.encode()).hexdigest()
+    assert dedup["o-1"] == queue_deduplication_id(first, payload_sha256(order))
 
 
 def test_default_client_is_created_at_first_use(ops: OpsWorld) -> None:

@@ -14,8 +14,11 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from idempotent_order_pipeline._lambda_asset.order_consumer.contract.sns_ids import is_valid_fifo_id
-from idempotent_order_pipeline.keys import derive_event_id
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.sns_ids import (
+    is_valid_fifo_id,
+    queue_deduplication_id,
+)
+from idempotent_order_pipeline.keys import derive_event_id, payload_sha256
 from idempotent_order_pipeline.producer import OrderPublisher
 from tests.consumer.harness import ArmedFault, FaultBoard, GuardedClient, client_error
 from tests.ops.conftest import OpsWorld
@@ -159,7 +162,7 @@ def test_fifo_ids_are_valid_and_distinct_events_never_share_a_deduplication_id(m
     assert groups[3] == "o-plain"
     assert groups[0] == "sha256:" + hashlib.sha256(b"an order id with spaces").hexdigest()
     assert [e["MessageDeduplicationId"] for e in sent] == [
-        hashlib.sha256(o["event_id"].encode()).hexdigest() for o in orders
+        queue_deduplication_id(o["event_id"], payload_sha256(o)) for o in orders
     ]
     # AND every event is in the queue: none was dropped as another's duplicate
     assert sorted(json.loads(m["Body"])["event_id"] for m in ops.receive_all(ops.queue_url)) == sorted(

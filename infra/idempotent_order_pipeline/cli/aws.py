@@ -368,3 +368,10 @@ def approximate_depth(sqs: SQSClient, queue_url: str) -> int:
     """SQS's approximate count of visible messages in a queue."""
     attributes = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["ApproximateNumberOfMessages"])
     return int(attributes["Attributes"].get("ApproximateNumberOfMessages", 0))
+
+
+def maximum_message_size(sqs: SQSClient, queue_url: str) -> int | None:
+    """A queue's ``MaximumMessageSize`` in bytes (body and attributes, as SQS counts them); None if not said."""
+    attributes = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["MaximumMessageSize"])["Attributes"]
+    value = attributes.get("MaximumMessageSize")
+    return int(value) if value is not None else None

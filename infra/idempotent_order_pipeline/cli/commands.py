@@ -18,7 +18,6 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import replace
 from typing import IO, TYPE_CHECKING, Any
 
 import click
@@ -26,6 +25,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.batching import MAX_BATCH_ENTRIES
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.message import parse_body
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.sns_ids import RESEND_DELIVERY
 from idempotent_order_pipeline.cli.aws import (
     DEFAULT_STACK,
     STACK_ENVIRONMENT_VARIABLE,
@@ -33,6 +33,7 @@ from idempotent_order_pipeline.cli.aws import (
     PipelineResources,
     Stack,
     approximate_depth,
+    maximum_message_size,
     queue_arn,
 )
 from idempotent_order_pipeline.cli.context import (
@@ -53,6 +54,7 @@ from idempotent_order_pipeline.cli.dead_letters import (
     RedriveReport,
     Selection,
     drop,
+    move_task_size_problem,
     other_source_queues,
     peek,
     redrive_loop,
@@ -79,7 +81,12 @@ from idempotent_order_pipeline.cli.records import (
 from idempotent_order_pipeline.cli.render import age, short, timestamp, to_json
 from idempotent_order_pipeline.cli.sandbox import sandbox
 from idempotent_order_pipeline.discovery import METADATA_KEY, ROLES
-from idempotent_order_pipeline.errors import InvalidMessageError, InvalidTextError, PermanentError
+from idempotent_order_pipeline.errors import (
+    InvalidMessageError,
+    InvalidTextError,
+    MessageTooLargeError,
+    PermanentError,
+)
 from idempotent_order_pipeline.keys import parse_identity_fields
 from idempotent_order_pipeline.producer import OrderPublisher, PreparedOrder
 
@@ -465,7 +472,10 @@ def dlq_drop(
     type=click.Choice(["auto", "move-task", "loop"]),
     default="auto",
     show_default=True,
-    help="move-task: SQS StartMessageMoveTask; loop: receive-send-delete from here; auto: move-task if available.",
+    help=(
+        "move-task: SQS StartMessageMoveTask; loop: receive-send-delete from here; auto: move-task if available "
+        "and every DLQ message fits the queue (its MaximumMessageSize), else the loop."
+    ),
 )
 @click.option(
     "--error-code",
@@ -505,7 +515,9 @@ def redrive(
 
     Safe to run at any time: the consumer skips an order already recorded, publishes and marks
     one left 'pending', and parks a message that fails again. The loop returns messages as the
-    producer sent them (reason attributes removed); a move task moves them as they are. Messages
+    producer sent them (reason attributes removed) and parks one too large for the queue again as
+    MESSAGE_TOO_LARGE; a move task moves them as they are, so it runs only when the DLQ's
+    MaximumMessageSize is at most the queue's. Messages
     another queue's redrive policy moved to the DLQ stay there (listed); while another queue names
     the DLQ as its dead-letter queue, the loop runs instead of a move task.
     """
@@ -527,8 +539,13 @@ def redrive(
         what = "every message" if selection.everything and max_messages is None else "the selected messages"
         confirm(f"Move {what} of {dlq_url} (~{approximate_depth(sqs, dlq_url)} in it) to {queue_url}?")
     report: RedriveReport | None = None
-    if method != "loop" and _only_this_queue_dead_letters_here(sqs, dlq_url, queue_url, required=method == "move-task"):
-        report = _start_move_task(sqs, dlq_url, queue_url, rate=rate, required=method == "move-task")
+    required = method == "move-task"
+    if (
+        method != "loop"
+        and _only_this_queue_dead_letters_here(sqs, dlq_url, queue_url, required=required)
+        and _every_message_fits(sqs, dlq_url, queue_url, required=required)
+    ):
+        report = _start_move_task(sqs, dlq_url, queue_url, rate=rate, required=required)
         if report is not None and wait:
             wait_for_move_task(
                 sqs,
@@ -562,7 +579,11 @@ def redrive(
     if not report.complete:
         raise Failure(
             "redrive incomplete: "
-            + (f"task {report.task_status}" if report.task_handle else f"{len(report.failed)} message(s) not moved")
+            + (
+                f"task {report.task_status}"
+                if report.task_handle
+                else f"{len(report.failed) + len(report.too_large)} message(s) not moved"
+            )
             + "; what was not moved is still in the DLQ"
         )
 
@@ -585,6 +606,25 @@ def _only_this_queue_dead_letters_here(sqs: SQSClient, dlq_url: str, queue_url: 
             "use --method loop, which leaves their messages in the DLQ"
         )
     echo(f"{why}: moving with receive-send-delete, which leaves their messages in the DLQ", err=True)
+    return False
+
+
+def _every_message_fits(sqs: SQSClient, dlq_url: str, queue_url: str, *, required: bool) -> bool:
+    """Whether a move task may run: it moves messages as they are, so each must fit the queue, which
+    only the queues' sizes prove (:func:`move_task_size_problem`). Otherwise the loop runs, which
+    checks each message; with ``--method move-task`` the command fails."""
+    why = move_task_size_problem(sqs, dlq_url, queue_url)
+    if why is None:
+        return True
+    if required:
+        raise Failure(
+            f"a move task moves messages as they are, and {why}; use --method loop, which parks what does "
+            f"not fit as {MessageTooLargeError.error_code} and moves the rest"
+        )
+    echo(
+        f"{why}: moving with receive-send-delete, which parks what does not fit as {MessageTooLargeError.error_code}",
+        err=True,
+    )
     return False
 
 
@@ -612,6 +652,9 @@ def _redrive_dry_run(
     chosen = [letter for letter in reading.letters if letter not in foreign and selection.matches(letter)][
         :max_messages
     ]
+    limit = maximum_message_size(operator.clients.sqs, queue_url)
+    too_large = [letter for letter in chosen if limit is not None and letter.redrive_size > limit]
+    chosen = [letter for letter in chosen if letter not in too_large]
     by_code = Counter(letter.error_code for letter in chosen)
     if as_json:
         echo(
@@ -621,7 +664,8 @@ def _redrive_dry_run(
                     "method": method,
                     "would_move": len(chosen),
                     "moved_by_code": dict(by_code),
-                    "skipped": len(reading.letters) - len(chosen) - len(foreign),
+                    "too_large": len(too_large),
+                    "skipped": len(reading.letters) - len(chosen) - len(too_large) - len(foreign),
                     "held_back": reading.held_back,
                     "from_other_queues": _foreign_json(
                         (letter.message_id, str(letter.source_queue_arn)) for letter in foreign
@@ -635,6 +679,11 @@ def _redrive_dry_run(
             f"redrive (dry run): would move {len(chosen)} message(s) to {queue_url}"
             + (f" [{codes}]" if codes else "")
             + _foreign_note(len(foreign))
+            + (
+                f"; would park {len(too_large)} too large for the queue as {MessageTooLargeError.error_code}"
+                if too_large
+                else ""
+            )
             + f"; nothing moved{_held_back_note(reading.held_back)}"
         )
         _print_foreign((letter.message_id, str(letter.source_queue_arn)) for letter in foreign)
@@ -671,6 +720,9 @@ def _print_redrive(report: RedriveReport, queue_url: str, *, as_json: bool) -> N
                     "task_failure": report.task_failure,
                     "held_back": report.held_back,
                     "from_other_queues": _foreign_json(report.from_other_queues),
+                    "too_large": [
+                        {"message_id": message_id, "reason": reason} for message_id, reason in report.too_large
+                    ],
                     "complete": report.complete,
                 }
             )
@@ -684,6 +736,8 @@ def _print_redrive(report: RedriveReport, queue_url: str, *, as_json: bool) -> N
     if report.arrived_later:
         line += f"; left {report.arrived_later} that arrived after the redrive started (failed again? dlq list)"
     line += _foreign_note(len(report.from_other_queues))
+    if report.too_large:
+        line += f"; left {len(report.too_large)} too large for the queue (as {MessageTooLargeError.error_code})"
     if report.task_handle:
         line += f"; task {report.task_status}"
         if report.task_failure:
@@ -693,6 +747,8 @@ def _print_redrive(report: RedriveReport, queue_url: str, *, as_json: bool) -> N
     for message_id in report.not_deleted:
         echo(f"  {message_id}: sent but not deleted from the DLQ; a later redrive sends it again (harmless)", err=True)
     _print_foreign(report.from_other_queues)
+    for message_id, reason in report.too_large:
+        echo(f"  {message_id}: stays in the DLQ as {MessageTooLargeError.error_code}: {reason}", err=True)
     for message_id, reason in report.failed:
         echo(f"  {message_id}: stays in the DLQ: {reason}", err=True)
     summarise("stays in the DLQ", (reason for _, reason in report.failed))
@@ -793,9 +849,10 @@ def pending(
 def _resend(publisher: OrderPublisher, order: Mapping[str, Any]) -> str | None:
     """Send a rebuilt order again; its message id.
 
-    On a FIFO queue the message gets a deduplication id of its own: under the event's usual one, SQS
-    would accept a resend within five minutes of the first send (or of an earlier resend) and drop
-    it unseen, and the record would stay pending while this reported it resent.
+    On a FIFO queue the message gets a deduplication id of its own (the event, the content and a
+    ``resend:`` token of this send): under the event's usual one, SQS would accept a resend within
+    five minutes of the first send (or of an earlier resend) and drop it unseen, and the record
+    would stay pending while this reported it resent.
 
     Raises:
         OperationsError: SQS did not accept it (the reason reduced to code and message).
@@ -805,7 +862,7 @@ def _resend(publisher: OrderPublisher, order: Mapping[str, Any]) -> str | None:
     except PermanentError as exc:  # a row an older version recorded that the contract now refuses
         raise CannotResendError(f"the consumer would refuse it: {exc.error_code}: {exc}") from exc
     if publisher.fifo:
-        prepared = replace(prepared, deduplication_id=uuid.uuid4().hex)
+        prepared = prepared.redelivered(f"{RESEND_DELIVERY}{uuid.uuid4().hex}")
     [result] = publisher.send_prepared([prepared])
     if not result.ok:
         raise OperationsError(endpoint_message(result.error or "not sent"))

@@ -27,7 +27,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import functools
-import hashlib
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -42,6 +41,7 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.contract.batching im
     message_bytes,
     send_attribute,
 )
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.errors import MessageTooLargeError
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.message import ORDER_ID_FIELD, parse_body
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.parked import (
     MOVED_BY_SQS_ATTRIBUTE,
@@ -49,7 +49,12 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.contract.parked impo
     envelope_of,
     unparked,
 )
-from idempotent_order_pipeline.cli.aws import queue_arn
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.sns_ids import (
+    REDRIVE_DELIVERY,
+    queue_deduplication_id,
+)
+from idempotent_order_pipeline._lambda_asset.order_consumer.dead_letter import DeadLetterQueue, ParkRequest
+from idempotent_order_pipeline.cli.aws import maximum_message_size, queue_arn
 from idempotent_order_pipeline.cli.errors import (
     MoveTaskUnsupportedError,
     NotRedrivableError,
@@ -58,7 +63,12 @@ from idempotent_order_pipeline.cli.errors import (
 )
 from idempotent_order_pipeline.cli.render import timestamp
 from idempotent_order_pipeline.errors import InvalidMessageError
-from idempotent_order_pipeline.keys import DEFAULT_IDENTITY_FIELDS, IDEMPOTENCY_KEY_ATTRIBUTE, resolve_event_id
+from idempotent_order_pipeline.keys import (
+    DEFAULT_IDENTITY_FIELDS,
+    IDEMPOTENCY_KEY_ATTRIBUTE,
+    payload_sha256,
+    resolve_event_id,
+)
 from idempotent_order_pipeline.producer import fifo_id
 
 if TYPE_CHECKING:
@@ -181,6 +191,28 @@ class DeadLetter:
             return resolve_event_id(self.order, attribute_key, self.identity_fields)
         except InvalidMessageError:
             return attribute_key
+
+    @property
+    def redrive_size(self) -> int:
+        """Bytes SQS counts for the loop's copy: the body and the attributes as the producer sent them."""
+        return message_bytes(self.body, self.original_attributes)
+
+    @property
+    def payload_sha256(self) -> str | None:
+        """The fingerprint of the order's content, as the consumer computes it; None if the body is no order."""
+        return None if self.order is None else payload_sha256(self.order)
+
+    @property
+    def redrive_deduplication_id(self) -> str:
+        """The ``MessageDeduplicationId`` of a redrive's copy of this message on a FIFO queue.
+
+        The event, the content and ``redrive:`` + this DLQ message's id: unlike the first send's
+        (:data:`~order_consumer.contract.sns_ids.FIRST_DELIVERY`), and unlike a redrive of any other
+        DLQ message (a copy that failed again is another DLQ message, with another id).
+        """
+        return queue_deduplication_id(
+            self.event_id or "", self.payload_sha256 or "", f"{REDRIVE_DELIVERY}{self.message_id}"
+        )
 
     @property
     def sent_timestamp_ms(self) -> int:
@@ -483,11 +515,14 @@ class RedriveReport:
     #: (message id, source queue ARN) of messages another queue's redrive policy moved to the DLQ:
     #: left there, never sent to the pipeline's queue.
     from_other_queues: list[tuple[str, str]] = field(default_factory=list)
+    #: (message id, why) of messages larger than the queue's MaximumMessageSize: they stay in the DLQ,
+    #: parked again with the code MESSAGE_TOO_LARGE (:func:`redrive_loop`).
+    too_large: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def complete(self) -> bool:
         """Whether everything selected was moved (a move task: it completed)."""
-        return not self.failed and self.task_status in (None, "COMPLETED")
+        return not self.failed and not self.too_large and self.task_status in (None, "COMPLETED")
 
 
 def other_source_queues(sqs: SQSClient, dead_letter_queue_url: str, queue_url: str) -> list[str]:
@@ -510,6 +545,32 @@ def other_source_queues(sqs: SQSClient, dead_letter_queue_url: str, queue_url: s
 def _account_and_name(queue_url: str) -> list[str]:
     """A queue URL's last two path parts (account, name): the same queue whatever the endpoint's host."""
     return queue_url.rstrip("/").split("/")[-2:]
+
+
+def move_task_size_problem(sqs: SQSClient, dead_letter_queue_url: str, queue_url: str) -> str | None:
+    """Why a move task might bring the queue a message larger than it accepts; None when it cannot.
+
+    A move task moves each message as it is - for one the consumer parked, the original plus its
+    reason and envelope - and nothing says what it does with one the destination refuses. Only the
+    queues' limits prove, without reading every message, that each one fits: SQS refuses any message
+    over the DLQ's ``MaximumMessageSize``, so when that is at most the queue's, every DLQ message
+    fits. The construct's DLQ accepts 1 MiB (``DEAD_LETTER_MAX_MESSAGE_BYTES``, room for a parked
+    copy of the largest order) and its queue at most 256 KiB, so on a pipeline it built this
+    returns a reason and the redrive runs the loop, which checks each message (docs/redrive.md).
+    """
+    try:
+        dlq_limit = maximum_message_size(sqs, dead_letter_queue_url)
+        queue_limit = maximum_message_size(sqs, queue_url)
+    except (ClientError, BotoCoreError) as exc:
+        return f"the queues' MaximumMessageSize could not be read ({describe(exc)})"
+    if dlq_limit is None or queue_limit is None:
+        return "the endpoint did not say the queues' MaximumMessageSize"
+    if dlq_limit <= queue_limit:
+        return None
+    return (
+        f"the DLQ accepts messages of up to {dlq_limit} bytes and the queue of up to {queue_limit} "
+        "(MaximumMessageSize), so a parked message may not fit the queue as it is"
+    )
 
 
 def start_move_task(sqs: SQSClient, source_arn: str, destination_arn: str, rate: int | None = None) -> str:
@@ -576,11 +637,13 @@ def wait_for_move_task(
 def _entry(letter: DeadLetter, fifo: bool) -> dict[str, Any]:
     entry: dict[str, Any] = {"MessageBody": letter.body, "MessageAttributes": letter.original_attributes}
     if fifo:
-        # Same group as before; a deduplication id new to this receive, so that SQS does not drop
-        # the copy as a duplicate of the message's first send (within its five-minute window).
+        # Same group as before; the deduplication id of a redrive's copy of this DLQ message
+        # (docs/redrive.md): never the first send's, so SQS does not drop the copy within its
+        # five-minute window, and the same for every send of this one DLQ message, so a second
+        # redrive of a message whose delete failed is dropped, not delivered twice.
         group = letter.system_attributes.get("MessageGroupId") or letter.order_id or letter.message_id
         entry["MessageGroupId"] = fifo_id(group)
-        entry["MessageDeduplicationId"] = hashlib.sha256(letter.receipt_handle.encode("utf-8")).hexdigest()
+        entry["MessageDeduplicationId"] = letter.redrive_deduplication_id
     return entry
 
 
@@ -623,13 +686,16 @@ def redrive_loop(
     report = RedriveReport(method="loop")
     fifo = queue_url.endswith(".fifo")
     own_arn = queue_arn(sqs, queue_url)
+    limit = maximum_message_size(sqs, queue_url)
     # MessageIds of the copies this run sent to the queue.
     copies: set[str] = set()
+    # MessageIds of the DLQ messages this run parked again as too large (their new copies name them).
+    reparked: set[str] = set()
 
     def budget() -> int:
         if max_messages is None:
             return MAX_BATCH_ENTRIES
-        return max_messages - report.moved - len(report.failed)
+        return max_messages - report.moved - len(report.failed) - len(report.too_large)
 
     def came_back(letter: DeadLetter) -> bool:
         return letter.message_id in copies or (letter.source_message_id or "") in copies
@@ -637,20 +703,30 @@ def redrive_loop(
     with _Sweep(sqs, dead_letter_queue_url, wait_seconds=wait_seconds, identity_fields=identity_fields) as sweep:
         for batch in sweep.batches(budget):
             later = [letter for letter in batch if came_back(letter)]
-            foreign = [letter for letter in batch if letter not in later and letter.from_another_queue(own_arn)]
+            # This run's own parkings of messages too large (already reported): left alone.
+            ours = [letter for letter in batch if letter not in later and (letter.source_message_id or "") in reparked]
+            foreign = [
+                letter
+                for letter in batch
+                if letter not in later and letter not in ours and letter.from_another_queue(own_arn)
+            ]
             chosen = [
                 letter
                 for letter in batch
-                if letter not in later and letter not in foreign and selection.matches(letter)
+                if letter not in later and letter not in ours and letter not in foreign and selection.matches(letter)
             ]
             report.arrived_later += len(later)
             report.from_other_queues.extend((letter.message_id, str(letter.source_queue_arn)) for letter in foreign)
-            report.skipped += len(batch) - len(later) - len(foreign) - len(chosen)
+            report.skipped += len(batch) - len(later) - len(ours) - len(foreign) - len(chosen)
             # Left in the DLQ (the sweep releases it) and reported with its reason; the others go on.
             report.failed.extend(
                 (letter.message_id, letter.not_redrivable or "") for letter in chosen if letter.not_redrivable
             )
             chosen = [letter for letter in chosen if letter.not_redrivable is None]
+            too_large = [letter for letter in chosen if limit is not None and letter.redrive_size > limit]
+            if too_large:
+                _park_too_large(sqs, dead_letter_queue_url, too_large, limit or 0, report, sweep, reparked)
+                chosen = [letter for letter in chosen if letter not in too_large]
             failed_before = len(report.failed)
             for chunk in batch_calls(
                 [(letter, _entry(letter, fifo)) for letter in chosen],
@@ -663,6 +739,74 @@ def redrive_loop(
                 break  # nothing got through (no queue, no permission): stop rather than spin
     report.held_back = sweep.held_back
     return report
+
+
+def _too_large_reason(letter: DeadLetter, limit: int) -> str:
+    before = letter.error_code if letter.envelope is not None else f"{MAX_RECEIVES} (moved by the queue)"
+    reason = (
+        f"{letter.redrive_size} bytes as the producer sent it; the queue accepts at most {limit} "
+        f"(its MaximumMessageSize), so no redrive can send it back; parked before as {before}"
+    )
+    return reason + (f": {letter.error_message}" if letter.error_message else "")
+
+
+def _park_too_large(
+    sqs: SQSClient,
+    dead_letter_queue_url: str,
+    letters: Sequence[DeadLetter],
+    limit: int,
+    report: RedriveReport,
+    sweep: _Sweep,
+    reparked: set[str],
+) -> None:
+    """Keep in the DLQ, under the code MESSAGE_TOO_LARGE, messages no copy of which the queue accepts.
+
+    Each is parked again as the consumer parks (``order_consumer.dead_letter``: the producer's
+    attributes, the reason, the envelope), so ``dlq list`` shows why it stays, and only then
+    deleted. One already parked as MESSAGE_TOO_LARGE stays as it is. When the new parking fails (no
+    ``sqs:SendMessage`` on the DLQ, or the copy with its reason is over the DLQ's limit) the message
+    stays as it is too, and the report says why. Either way it is reported in ``too_large``.
+    """
+    code = MessageTooLargeError.error_code
+    again = [letter for letter in letters if letter.error_code != code]
+    report.too_large.extend(
+        (letter.message_id, letter.error_message or _too_large_reason(letter, limit))
+        for letter in letters
+        if letter not in again
+    )
+    if not again:
+        return
+    requests = [
+        ParkRequest(
+            body=letter.body,
+            attributes=_lambda_shape(letter.original_attributes),
+            message_id=letter.message_id,
+            error=MessageTooLargeError(_too_large_reason(letter, limit)),
+            message_group_id=letter.system_attributes.get("MessageGroupId"),
+        )
+        for letter in again
+    ]
+    results = DeadLetterQueue(queue_url=dead_letter_queue_url, client=sqs).park_batch(requests)
+    parked = [letter for letter, result in zip(again, results, strict=True) if result is None]
+    for letter, request, result in zip(again, requests, results, strict=True):
+        left = "" if result is None else f"; left as it was: {endpoint_message(result)}"
+        report.too_large.append((letter.message_id, f"{request.error}{left}"))
+    reparked.update(letter.message_id for letter in parked)
+    not_deleted = _delete(sqs, dead_letter_queue_url, parked)
+    sweep.deleted(letter for letter in parked if letter not in not_deleted)
+    report.not_deleted.extend(letter.message_id for letter in not_deleted)
+
+
+def _lambda_shape(attributes: Mapping[str, MessageAttributeValueTypeDef]) -> dict[str, dict[str, str]]:
+    """SendMessage attributes in the Lambda event's shape (what the consumer's parking reads)."""
+    shaped: dict[str, dict[str, str]] = {}
+    for name, value in attributes.items():
+        binary = value.get("BinaryValue")
+        if isinstance(binary, bytes | bytearray):
+            shaped[name] = {"dataType": value["DataType"], "binaryValue": base64.b64encode(binary).decode()}
+        else:
+            shaped[name] = {"dataType": value["DataType"], "stringValue": str(value.get("StringValue", ""))}
+    return shaped
 
 
 def _send_and_delete(

@@ -67,6 +67,12 @@ class ItemTooLargeError(PermanentError):
     error_code = "ITEM_TOO_LARGE"
 
 
+class MessageTooLargeError(PermanentError):
+    """A parked message is larger than the orders queue's ``MaximumMessageSize``: no redrive can send it back."""
+
+    error_code = "MESSAGE_TOO_LARGE"
+
+
 class RejectedByStoreError(PermanentError):
     """DynamoDB rejected the write as invalid (ValidationException): the same write always fails."""
 
