@@ -346,6 +346,8 @@ class Smoke:
         except KeyboardInterrupt:
             report.interrupted = True
             self.say("interrupted: removing what the run made")
+            for name in CHECKS[:-1]:
+                report.checks.setdefault(name, Check(name, SKIP, "not run: interrupted"))
         except (ClientError, BotoCoreError) as exc:
             done = ", ".join(report.checks) or "none"
             self.say(f"stopped by an AWS error ({describe(exc)}); checks done: {done}; removing what the run made")
