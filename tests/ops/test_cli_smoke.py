@@ -5,7 +5,7 @@ The consumer runs when the smoke run waits: the test replaces the run's ``pause`
 consumer (``OpsWorld.consume``, the handler over what the queue holds) and its ``clock`` with a fake
 one that moves by the pauses asked for, so the timeout is checked without waiting for it. The run
 against the stand-in, with the deployed function, is ``tests/sandbox/test_smoke_e2e.py``; Ctrl-C in
-a process of its own, ``test_cli_smoke_interrupted.py``.
+a process of its own, ``test_cli_smoke_processes.py``.
 """
 
 from __future__ import annotations
@@ -17,13 +17,16 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import boto3
 import pytest
-from click.testing import Result
+from click.testing import CliRunner, Result
 
+from idempotent_order_pipeline.cli import cli
 from idempotent_order_pipeline.cli import smoke as smoke_module
+from idempotent_order_pipeline.cli.aws import AwsClients
 from idempotent_order_pipeline.cli.inbox import QUEUE_NAME_PREFIX, without_canaries
 from tests.consumer.harness import ArmedFault, client_error
-from tests.ops.conftest import MAX_RECEIVE_COUNT, OpsWorld
+from tests.ops.conftest import MAX_RECEIVE_COUNT, STACK, OpsWorld
 
 RUN_ID = re.compile(r"smoke run (\d{14}-[0-9a-f]{6})")
 #: Another smoke run's copy and a real order's, both parked before the run: a run removes neither.
@@ -153,7 +156,8 @@ def test_a_healthy_pipeline_passes_every_check_and_nothing_is_left(
     assert _subscriptions(world) == subscriptions_before
     # AND of the DLQ only its own copy went: the real parked order and the other run's copy stay
     assert _dlq_bodies(world) == [REAL_PARKED, OTHER_RUNS_COPY]
-    assert report["removed"] == {"state_records": 3, "order_rows": 3, "dead_letters": 0}
+    assert report["removed"] == {"state_records": 3, "order_rows": 3, "dead_letters": 1}
+    assert "1 DLQ copy (1 INVALID_MESSAGE)" in report["checks"]["cleanup"]["detail"]
 
 
 def test_the_table_names_every_check_and_the_run(ops: OpsWorld, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -240,6 +244,10 @@ def test_a_consumer_that_fails_every_message_fails_the_run_and_its_dlq_copies_go
     assert report["failed"] == ["recorded", "sent", "notified"]
     assert report["checks"]["cleanup"]["status"] == "pass"
     assert report["removed"]["dead_letters"] == 3
+    assert "3 DLQ copies (3 MAX_RECEIVES)" in report["checks"]["cleanup"]["detail"]
+    assert report["checks"]["recorded"]["detail"].endswith(
+        "; 3 canaries reached the DLQ after max_receive_count receives: every delivery of them failed"
+    )
     assert report["left_in_queue"] == []
     assert _dlq_bodies(ops) == [REAL_PARKED, OTHER_RUNS_COPY]
     assert _smoke_items(ops) == []
@@ -303,3 +311,65 @@ def test_clean_up_refuses_what_is_not_a_run_id(ops: OpsWorld) -> None:
     # THEN it is a usage error and nothing is deleted
     assert result.exit_code == 2
     assert "is not a run id (such as 20261130091500-3fa9c1)" in result.output
+
+
+# --- the documented permissions ------------------------------------------------------------------------
+
+REPO = Path(__file__).resolve().parents[2]
+#: API operations whose IAM action has another name (a batch call needs its single call's permission).
+IAM_ACTION_OF = {
+    "SendMessageBatch": "SendMessage",
+    "DeleteMessageBatch": "DeleteMessage",
+    "ChangeMessageVisibilityBatch": "ChangeMessageVisibility",
+}
+#: Actions the policy grants that no call names: the key's, which SQS and DynamoDB use on the caller's behalf.
+IMPLIED = frozenset({"kms:GenerateDataKey", "kms:Decrypt"})
+
+
+def documented_policy() -> dict[str, Any]:
+    """The policy document of docs/operations.md's section "Permissions `smoke` needs"."""
+    text = (REPO / "docs" / "operations.md").read_text(encoding="utf-8")
+    section = text.split("### Permissions `smoke` needs", 1)[1]
+    policy: dict[str, Any] = json.loads(section.split("```json\n", 1)[1].split("```", 1)[0])
+    return policy
+
+
+def _allowed_actions(policy: dict[str, Any]) -> set[str]:
+    actions: set[str] = set()
+    for statement in policy["Statement"]:
+        assert statement["Effect"] == "Allow"
+        named = statement["Action"]
+        actions.update([named] if isinstance(named, str) else named)
+    return actions
+
+
+def test_every_call_a_run_and_a_clean_up_make_is_in_the_documented_policy_and_no_action_is_unused(
+    ops: OpsWorld, fake_time: FakeTime
+) -> None:
+    # GIVEN the CLI's clients, each call recorded as the IAM action it needs, and a DLQ with others' messages
+    _seed_the_dlq(ops)
+    called: set[str] = set()
+
+    def record(model: Any, **kwargs: Any) -> None:
+        called.add(f"{model.service_model.signing_name}:{IAM_ACTION_OF.get(model.name, model.name)}")
+
+    clients = {}
+    for service in ("cloudformation", "lambda", "sqs", "sns", "dynamodb"):
+        clients[service] = boto3.client(service)
+        clients[service].meta.events.register("before-call", record)
+
+    def smoke(*args: str) -> Result:
+        return CliRunner().invoke(cli, ["--stack", STACK, "smoke", *args], obj=AwsClients(overrides=clients))
+
+    # WHEN a run finds no consumer (its diagnosis), a healthy run passes, and a clean-up runs
+    assert smoke("--timeout", "2s").exit_code == 1
+    fake_time.step = ops.consume
+    healthy = smoke("--json")
+    assert healthy.exit_code == 0, healthy.output
+    [report] = [json.loads(line) for line in _lines(healthy)]
+    assert smoke("--clean-up", report["run_id"]).exit_code == 0
+    # THEN every action called is granted by the documented policy, and every action it grants was called
+    allowed = _allowed_actions(documented_policy())
+    assert called  # the recording works
+    assert called - allowed == set()
+    assert allowed - IMPLIED - called == set()

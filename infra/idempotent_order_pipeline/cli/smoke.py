@@ -41,6 +41,7 @@ import signal
 import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -62,7 +63,7 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.contract.names impor
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.sns_ids import sns_group_id
 from idempotent_order_pipeline.cli.aws import queue_arn
 from idempotent_order_pipeline.cli.context import Operator, operator_of, reported, seconds_option, wants_json
-from idempotent_order_pipeline.cli.dead_letters import DeadLetter, Selection, drop
+from idempotent_order_pipeline.cli.dead_letters import MAX_RECEIVES, DeadLetter, Selection, drop
 from idempotent_order_pipeline.cli.errors import OperationsError, describe
 from idempotent_order_pipeline.cli.inbox import CANARY_PREFIX, Inbox
 from idempotent_order_pipeline.cli.output import Failure, echo
@@ -308,6 +309,8 @@ class Smoke:
         #: What this run sent to the queue (event ids; a re-send as ``<id> (sent again)``), and
         #: whether the consumer is known to have taken it.
         self.sent: dict[str, bool] = {}
+        #: This run's copies taken from the DLQ by a check (the clean-up counts them with its own).
+        self.dropped: list[DeadLetter] = []
 
     # --- the run ---------------------------------------------------------------------------------
 
@@ -357,6 +360,7 @@ class Smoke:
             with _interrupts_deferred():
                 report.removed = self._remove(range(1, self.count + 1))
                 report.checks["cleanup"] = _cleanup_check(report.removed, self.run_id)
+            _add_what_the_dlq_said(report)
             report.seconds = clock() - started
         return report
 
@@ -491,6 +495,7 @@ class Smoke:
                 if found.deleted:
                     parked, settled_at = found.deleted[0], clock() + SETTLE_SECONDS
                     self.sent[self.invalid_id] = True
+                    self.dropped.append(parked)
             if (settled_at is not None and clock() >= settled_at) or deadline.expired():
                 break
             deadline.wait(POLL_SECONDS)
@@ -634,7 +639,7 @@ class Smoke:
                 wait_seconds=0,
                 identity_fields=self.target.publisher.identity_fields,
             )
-            removed.dead_letters = dropped.deleted
+            removed.dead_letters = [*self.dropped, *dropped.deleted]
             removed.problems.extend(f"DLQ copy {letter.message_id} was not deleted" for letter in dropped.left)
             if dropped.held_back:
                 removed.problems.append(
@@ -681,11 +686,30 @@ def _anomaly(canary: Canary) -> str:
     return f"ANOMALY: {canary.event_id}'s order row does not match its state record"
 
 
+def _add_what_the_dlq_said(report: Report) -> None:
+    """A failed ``recorded`` says how many canaries SQS dead-lettered: every delivery of them failed."""
+    recorded = report.checks.get("recorded")
+    canaries = set(report.canaries)
+    moved = [
+        letter
+        for letter in report.removed.dead_letters
+        if letter.error_code == MAX_RECEIVES and letter.event_id in canaries
+    ]
+    if recorded is not None and recorded.status == FAIL and moved:
+        report.checks["recorded"] = replace(
+            recorded,
+            detail=f"{recorded.detail}; {len(moved)} canaries reached the DLQ after max_receive_count receives: "
+            "every delivery of them failed",
+        )
+
+
 def _cleanup_check(removed: Removed, run_id: str) -> Check:
     letters = len(removed.dead_letters)
+    codes = Counter(letter.error_code for letter in removed.dead_letters)
+    by_code = f" ({', '.join(f'{n} {code}' for code, n in sorted(codes.items()))})" if codes else ""
     detail = (
         f"removed {removed.rows} order row(s), {removed.records} state record(s), {letters} DLQ cop"
-        f"{'y' if letters == 1 else 'ies'}, the temporary subscription and queue"
+        f"{'y' if letters == 1 else 'ies'}{by_code}, the temporary subscription and queue"
     )
     problems = list(removed.problems)
     if removed.left_in_queue:

@@ -1,9 +1,10 @@
-"""``order-pipeline smoke`` as CI runs it: the installed command, in a process of its own, against a moto
-server on ``localhost``, with real time.
+"""``order-pipeline smoke`` in processes of their own: the installed command as CI runs it, against a moto
+server on ``localhost``, with real time; parliament on its documented permissions.
 
 One run with the consumer running beside it (a thread of this process, over the server) passes; one
 without a consumer is stopped with SIGINT while it waits, and it removes its queue and subscription
-before it exits with 130. The in-process tests of every check are in ``test_cli_smoke.py``.
+before it exits with 130. And parliament (a process of its own venv) lints the permissions the
+runbook gives for it. The in-process tests of every check are in ``test_cli_smoke.py``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from moto import mock_aws
@@ -26,6 +28,7 @@ from idempotent_order_pipeline.cli.inbox import QUEUE_NAME_PREFIX
 from idempotent_order_pipeline.cli.smoke import EXIT_INTERRUPTED
 from tests.ops.conftest import STACK, OpsWorld
 from tests.ops.test_cli_against_a_local_endpoint import ORDER_PIPELINE, REGION, REPO
+from tests.ops.test_cli_smoke import documented_policy
 
 pytestmark = pytest.mark.slow
 
@@ -143,3 +146,32 @@ def test_sigint_while_it_waits_removes_the_queue_and_subscription_and_exits_130(
     assert "3 message(s) the consumer did not take may still be in the queue" in stderr
     # AND nothing of the run is in the tables
     assert [key for key in local.world.order_rows() if key.startswith("smoke-")] == []
+
+
+#: parliament runs from its own virtualenv (requirements-parliament.lock; `make venv` creates it).
+PARLIAMENT_PYTHON = Path(os.environ.get("PARLIAMENT_PYTHON", REPO / ".venv-parliament" / "bin" / "python"))
+
+
+def test_parliament_finds_nothing_in_the_documented_policy_but_the_temporary_queues_own_policy(
+    tmp_path: Path,
+) -> None:
+    # GIVEN the permissions docs/operations.md gives for smoke
+    if not PARLIAMENT_PYTHON.exists():
+        pytest.fail(f"{PARLIAMENT_PYTHON} not found: run `make venv` (it creates .venv-parliament)")
+    path = tmp_path / "policies.json"
+    path.write_text(json.dumps({"smoke": documented_policy()}), encoding="utf-8")
+    # WHEN parliament lints them
+    completed = subprocess.run(  # noqa: S603 - a fixed interpreter from the repository's venv, our script
+        [str(PARLIAMENT_PYTHON), str(REPO / "tools" / "policy_lint.py"), str(path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    # THEN its one finding is that CreateQueue and SetQueueAttributes manage permissions: they set the
+    # temporary queue's policy, on queues named order-pipeline-smoke-* only; no resource is of the wrong type
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    findings = json.loads(completed.stdout)
+    assert [(f["issue"], sorted(f["location"]["actions"])) for f in findings] == [
+        ("PERMISSIONS_MANAGEMENT_ACTIONS", ["sqs:createqueue", "sqs:setqueueattributes"])
+    ]
