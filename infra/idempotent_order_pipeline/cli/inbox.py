@@ -54,14 +54,19 @@ FIFO_SUFFIX = ".fifo"
 _NO_SUCH_QUEUE = frozenset({"QueueDoesNotExist", "AWS.SimpleQueueService.NonExistentQueue"})
 
 
+def event_id_prefix(run_id: str) -> str:
+    """What every id of run ``run_id`` starts with (its canaries' event ids and order ids)."""
+    return f"{CANARY_PREFIX}{run_id}-"
+
+
 def queue_name(run_id: str, *, fifo: bool) -> str:
     """The temporary queue of run ``run_id``."""
     return QUEUE_NAME_PREFIX + run_id + (FIFO_SUFFIX if fifo else "")
 
 
-def filter_policy(event_id_prefix: str) -> dict[str, Any]:
-    """The subscription's filter policy: only notifications whose ``event_id`` starts with ``event_id_prefix``."""
-    return {EVENT_ID_FIELD: [{"prefix": event_id_prefix}]}
+def filter_policy(prefix: str) -> dict[str, Any]:
+    """The subscription's filter policy: only notifications whose ``event_id`` starts with ``prefix``."""
+    return {EVENT_ID_FIELD: [{"prefix": prefix}]}
 
 
 def without_canaries() -> dict[str, Any]:
@@ -123,7 +128,7 @@ class Inbox:
     def name(self) -> str:
         return queue_name(self.run_id, fifo=self.fifo)
 
-    def open(self, event_id_prefix: str) -> None:
+    def open(self) -> None:
         """Create the queue (with its policy) and subscribe it to the topic with the run's filter policy."""
         attributes: dict[QueueAttributeNameType, str] = {
             "SqsManagedSseEnabled": "true",
@@ -145,7 +150,7 @@ class Inbox:
             Endpoint=self.queue_arn,
             Attributes={
                 "RawMessageDelivery": "true",
-                "FilterPolicy": json.dumps(filter_policy(event_id_prefix)),
+                "FilterPolicy": json.dumps(filter_policy(event_id_prefix(self.run_id))),
             },
             ReturnSubscriptionArn=True,
         )["SubscriptionArn"]
@@ -165,7 +170,7 @@ class Inbox:
                 return read
             for message in batch:
                 event_id = _event_id(message)
-                if event_id is not None and event_id.startswith(f"{CANARY_PREFIX}{self.run_id}-"):
+                if event_id is not None and event_id.startswith(event_id_prefix(self.run_id)):
                     self.notified[event_id] += 1
                 else:
                     self.others += 1

@@ -65,7 +65,7 @@ from idempotent_order_pipeline.cli.aws import queue_arn
 from idempotent_order_pipeline.cli.context import Operator, operator_of, reported, seconds_option, wants_json
 from idempotent_order_pipeline.cli.dead_letters import MAX_RECEIVES, DeadLetter, Selection, drop
 from idempotent_order_pipeline.cli.errors import OperationsError, describe
-from idempotent_order_pipeline.cli.inbox import CANARY_PREFIX, Inbox
+from idempotent_order_pipeline.cli.inbox import Inbox, event_id_prefix
 from idempotent_order_pipeline.cli.output import Failure, echo
 from idempotent_order_pipeline.cli.records import get
 from idempotent_order_pipeline.cli.render import age, short, to_json
@@ -112,11 +112,6 @@ clock: Callable[[], float] = time.monotonic
 def new_run_id() -> str:
     """A fresh run id: ``20261130091500-3fa9c1``."""
     return time.strftime("%Y%m%d%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
-
-
-def event_id_prefix(run_id: str) -> str:
-    """What every id of run ``run_id`` starts with."""
-    return f"{CANARY_PREFIX}{run_id}-"
 
 
 @dataclass(frozen=True)
@@ -365,7 +360,7 @@ class Smoke:
         return report
 
     def _check(self, report: Report) -> None:
-        self.inbox.open(self.prefix)
+        self.inbox.open()
         self.say(f"temporary queue {self.inbox.name} subscribed to {self.target.topic_arn}")
         # In the queue, as far as anyone knows, from the moment the call starts (Ctrl-C may stop it midway).
         self.sent.update((canary.event_id, False) for canary in self.canaries)
@@ -640,11 +635,8 @@ class Smoke:
                 identity_fields=self.target.publisher.identity_fields,
             )
             removed.dead_letters = [*self.dropped, *dropped.deleted]
+            # (Nothing of this run waits behind another's messages on a FIFO DLQ: each canary is a group of its own.)
             removed.problems.extend(f"DLQ copy {letter.message_id} was not deleted" for letter in dropped.left)
-            if dropped.held_back:
-                removed.problems.append(
-                    f"~{dropped.held_back} DLQ message(s) were not reached behind others of their FIFO group"
-                )
         except (ClientError, BotoCoreError) as exc:
             removed.problems.append(f"the DLQ was not searched for this run's copies ({describe(exc)})")
         for letter in removed.dead_letters:
