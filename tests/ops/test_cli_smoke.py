@@ -24,7 +24,7 @@ from click.testing import CliRunner, Result
 from idempotent_order_pipeline.cli import cli
 from idempotent_order_pipeline.cli import smoke as smoke_module
 from idempotent_order_pipeline.cli.aws import AwsClients
-from idempotent_order_pipeline.cli.inbox import QUEUE_NAME_PREFIX, without_canaries
+from idempotent_order_pipeline.cli.inbox import QUEUE_NAME_PREFIX, Inbox, without_canaries
 from tests.consumer.harness import ArmedFault, client_error
 from tests.ops.conftest import MAX_RECEIVE_COUNT, STACK, OpsWorld
 
@@ -303,6 +303,35 @@ def test_ctrl_c_while_waiting_removes_what_the_run_made(ops: OpsWorld, fake_time
     assert "interrupted; removed 0 order row(s), 0 state record(s), 0 DLQ copies" in result.stderr
     assert _smoke_queues(ops) == []
     assert _subscriptions(ops) == subscriptions_before
+
+
+@pytest.mark.parametrize("fifo", [False, True], ids=["standard", "fifo"])
+def test_clean_up_finds_the_queue_and_subscription_of_a_run_killed_outright(
+    make_ops_world: Callable[..., OpsWorld], fifo: bool
+) -> None:
+    # GIVEN what a run killed with SIGKILL leaves: its queue, subscribed, and a canary's record and row
+    world = make_ops_world(fifo=fifo)
+    before = _subscriptions(world)
+    run_id = "20261130091500-3fa9c1"
+    Inbox(world.sqs, world.sns, world.topic_arn, run_id).open()
+    world.sqs.send_message(
+        QueueUrl=world.queue_url,
+        MessageBody=json.dumps({"order_id": f"smoke-{run_id}-2", "event_id": f"smoke-{run_id}-2"}),
+        **({"MessageGroupId": "g", "MessageDeduplicationId": "d"} if fifo else {}),  # type: ignore[arg-type]
+    )
+    world.consume()
+    assert len(_smoke_queues(world)) == 1
+    assert len(_subscriptions(world)) == len(before) + 1
+    assert len(_smoke_items(world)) == 2
+    # WHEN its clean-up runs, knowing only the run id
+    result = world.run("smoke", "--clean-up", run_id, "--json")
+    # THEN the queue, the subscription, the record and the row are gone
+    assert result.exit_code == 0, result.output
+    [report] = [json.loads(line) for line in _lines(result)]
+    assert report["cleanup"]["status"] == "pass"
+    assert _smoke_queues(world) == []
+    assert _subscriptions(world) == before
+    assert _smoke_items(world) == []
 
 
 def test_clean_up_refuses_what_is_not_a_run_id(ops: OpsWorld) -> None:
