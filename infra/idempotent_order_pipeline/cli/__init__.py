@@ -15,10 +15,12 @@ what was found. A stack deployed before the metadata existed is read through ``a
 * ``redrive``           the DLQ back to the queue (StartMessageMoveTask, else receive-send-delete);
 * ``pending``           state records stuck in ``pending`` (``--resend`` re-enqueues their orders);
 * ``migrate``           state records of older releases into today's shape (:mod:`.migrate`);
+* ``smoke``             the acceptance check of a deployment: canary orders through it, then removed;
 * ``sandbox``           ``start|status|wait|stop`` the local stand-in for AWS (the ``sandbox`` extra).
 
 Modules: :mod:`.aws` (clients, the stack, the pipeline's resources), :mod:`.dead_letters` (peek and redrive),
-:mod:`.records` (the two tables), :mod:`.errors`, :mod:`.render` (timestamps, exact JSON),
+:mod:`.records` (the two tables), :mod:`.inbox` (``smoke``'s temporary subscription), :mod:`.errors`,
+:mod:`.render` (timestamps, exact JSON), :mod:`.smoke` and :mod:`.migrate` (commands in modules of their own),
 :mod:`.sandbox` (the stand-in's commands, a front for ``idempotent_order_pipeline.sandbox``) and
 :mod:`.commands` (the click commands). The operations are plain functions over boto3 clients, so
 they are usable and testable without the command line. Needs the ``ops`` extra (click).

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from mypy_boto3_cloudformation.client import CloudFormationClient
     from mypy_boto3_dynamodb.client import DynamoDBClient
     from mypy_boto3_lambda.client import LambdaClient
+    from mypy_boto3_sns.client import SNSClient
     from mypy_boto3_sqs.client import SQSClient
 
 #: The stack ``cdk deploy 'dev/*'`` creates (stage ``dev``, stack ``OrderPipeline``).
@@ -107,6 +108,10 @@ class AwsClients:
     @property
     def sqs(self) -> SQSClient:
         return cast("SQSClient", self._client("sqs"))
+
+    @property
+    def sns(self) -> SNSClient:
+        return cast("SNSClient", self._client("sns"))
 
     @property
     def dynamodb(self) -> DynamoDBClient:

@@ -80,6 +80,7 @@ from idempotent_order_pipeline.cli.records import (
 )
 from idempotent_order_pipeline.cli.render import age, short, timestamp, to_json
 from idempotent_order_pipeline.cli.sandbox import sandbox
+from idempotent_order_pipeline.cli.smoke import smoke
 from idempotent_order_pipeline.discovery import METADATA_KEY, ROLES
 from idempotent_order_pipeline.errors import (
     InvalidMessageError,
@@ -919,6 +920,7 @@ def _expiry(state: Mapping[str, Any]) -> str:
 # Commands in modules of their own.
 cli.add_command(migrate)
 cli.add_command(sandbox)
+cli.add_command(smoke)
 
 
 def main() -> None:

@@ -289,6 +289,8 @@ class Selection:
     error_codes: frozenset[str] = frozenset()
     event_id: str | None = None
     order_id: str | None = None
+    #: Only the messages whose event id starts with this (the copies of one ``smoke`` run).
+    event_id_prefix: str | None = None
 
     @classmethod
     def of(cls, error_codes: Iterable[str] = (), event_id: str | None = None, order_id: str | None = None) -> Selection:
@@ -296,13 +298,14 @@ class Selection:
 
     @property
     def everything(self) -> bool:
-        return not self.error_codes and self.event_id is None and self.order_id is None
+        return not self.error_codes and self.event_id is None and self.order_id is None and self.event_id_prefix is None
 
     def matches(self, letter: DeadLetter) -> bool:
         return (
             (not self.error_codes or letter.error_code in self.error_codes)
             and (self.event_id is None or letter.event_id == self.event_id)
             and (self.order_id is None or letter.order_id == self.order_id)
+            and (self.event_id_prefix is None or (letter.event_id or "").startswith(self.event_id_prefix))
         )
 
 
@@ -436,17 +439,23 @@ def drop(
     dry_run: bool = False,
     wait_seconds: int = DEFAULT_WAIT_SECONDS,
     identity_fields: Sequence[str] = DEFAULT_IDENTITY_FIELDS,
+    limit: int | None = None,
 ) -> Dropped:
     """Delete the selected messages for good; the others stay. ``dry_run``: only find them.
 
+    ``limit``: stop reading once that many are deleted (found, in a dry run); None reads the whole queue.
     On a FIFO queue the sweep gets past a group's first ten messages only by deleting them, so a
     group whose first messages are not selected (or a dry run) hides the rest: counted in
     :attr:`Dropped.held_back`.
     """
     deleted: list[DeadLetter] = []
     left: list[DeadLetter] = []
+
+    def budget() -> int:
+        return MAX_BATCH_ENTRIES if limit is None or len(deleted) < limit else 0
+
     with _Sweep(sqs, queue_url, wait_seconds=wait_seconds, identity_fields=identity_fields) as sweep:
-        for batch in sweep.batches(lambda: MAX_BATCH_ENTRIES):
+        for batch in sweep.batches(budget):
             chosen = [letter for letter in batch if selection.matches(letter)]
             if dry_run:
                 deleted.extend(chosen)
