@@ -121,7 +121,8 @@ def _partiql_update_key(statement: dict[str, Any]) -> tuple[str, dict[str, Any]]
     try:
         from idempotent_order_pipeline.sandbox import moto_patches  # type: ignore[import-not-found, unused-ignore]
 
-        update = moto_patches.parse_partiql_update(statement.get("Statement", ""), list(statement.get("Parameters", [])))
+        text, parameters = statement.get("Statement", ""), list(statement.get("Parameters", []))
+        update = moto_patches.parse_partiql_update(text, parameters)
         schema = _dynamodb_backend().get_table(update.table)
     except Exception:  # not an UPDATE of the subset, no sandbox, or an unknown table: metered flat
         return None
