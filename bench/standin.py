@@ -115,6 +115,24 @@ def _key_of(table: str, item: dict[str, Any]) -> dict[str, Any]:
     return key
 
 
+def _partiql_update_key(statement: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    """(table, key) of a PartiQL UPDATE of one item, read by the sandbox's PartiQL reader (the one moto
+    runs such statements with); None for any other statement, or without the sandbox."""
+    try:
+        from idempotent_order_pipeline.sandbox import moto_patches  # type: ignore[import-not-found, unused-ignore]
+
+        text, parameters = statement.get("Statement", ""), list(statement.get("Parameters", []))
+        update = moto_patches.parse_partiql_update(text, parameters)
+        schema = _dynamodb_backend().get_table(update.table)
+    except Exception:  # not an UPDATE of the subset, no sandbox, or an unknown table: metered flat
+        return None
+    names = [schema.hash_key_attr] + ([schema.range_key_attr] if schema.range_key_attr else [])
+    where = dict(update.where)
+    if not all(name in where for name in names):
+        return None
+    return update.table, {name: where[name] for name in names}
+
+
 class _DynamoDBCall:
     """Request units of one DynamoDB call: sized from the items before the call and after it."""
 
@@ -158,9 +176,12 @@ class _DynamoDBCall:
                         self._write(table, entry["DeleteRequest"]["Key"], None, transactional=False)
         elif op in ("ExecuteStatement", "BatchExecuteStatement"):
             statements = [req] if op == "ExecuteStatement" else req.get("Statements", [])
-            for statement in statements:  # keys not parsed: items under 1 KB (see bench.units)
-                if statement.get("Statement", "").lstrip().upper().startswith("SELECT"):
-                    self.flat_rru += units.read_units(0)
+            for statement in statements:
+                update = _partiql_update_key(statement)
+                if update is not None:  # an UPDATE of one item: sized and index-metered as its UpdateItem
+                    self._write(update[0], update[1], None, transactional=False)
+                elif statement.get("Statement", "").lstrip().upper().startswith("SELECT"):
+                    self.flat_rru += units.read_units(0)  # keys not parsed: items under 1 KB (see bench.units)
                 else:
                     self.flat_wru += units.write_units(0)
         elif op in ("Query", "BatchGetItem"):

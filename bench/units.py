@@ -35,9 +35,11 @@ management"):
   would be (1 WRU per started KB of the item; the larger of the old and new item for a put, the
   deleted item for a delete); the batch itself adds nothing and is not transactional;
 * PartiQL (``ExecuteStatement``, ``BatchExecuteStatement``): each write statement as the single write
-  it stands for; the bench does not parse the statements' keys, so it assumes an item under 1 KB
-  (1 WRU per write statement, 0.5 RRU per eventually consistent read): every item of this
-  benchmark is under 1 KB (:mod:`bench.orders`).
+  it stands for. An ``UPDATE`` of one item that the sandbox's PartiQL reader reads (its key in the
+  ``WHERE``) is sized and index-metered as the ``UpdateItem`` it stands for (the item before and
+  after it, :mod:`bench.standin`); any other statement is assumed under 1 KB (1 WRU per write
+  statement, 0.5 RRU per eventually consistent read): every item of this benchmark is under 1 KB
+  (:mod:`bench.orders`).
 
 SNS and SQS (Amazon SNS and Amazon SQS pricing pages; "each 64 KB chunk of payload is billed as one
 request"): a ``Publish`` or ``SendMessage`` is one request per started 64 KB of its payload; a

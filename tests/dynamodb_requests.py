@@ -3,7 +3,10 @@
 IAM authorizes an ``UpdateItem`` (and each ``Update`` inside a ``TransactWriteItems``) as
 ``dynamodb:UpdateItem``, with ``dynamodb:Attributes`` holding every top-level attribute the request
 names: its key, the attributes its update expression sets or removes, those its condition reads
-(the DynamoDB developer guide, "Using IAM policy conditions for fine-grained access control").
+(the DynamoDB developer guide, "Using IAM policy conditions for fine-grained access control"); each
+PartiQL ``UPDATE`` of a ``BatchExecuteStatement`` as ``dynamodb:PartiQLUpdate``, whose condition keys
+include the same ``dynamodb:Attributes`` (the Service Authorization Reference): here the names its
+SET, REMOVE and WHERE clauses name, read by the stand-in's own PartiQL reader.
 :func:`named_attributes` reads them from a request as boto3 sends it; :func:`condition_allows`
 evaluates the conditions the construct writes, and refuses any it does not know, so a new kind
 of condition needs a reading here before a test can pass with it.
@@ -15,6 +18,8 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from idempotent_order_pipeline.sandbox.moto_patches import parse_partiql_update
+
 #: Words of the expression grammar that are not attribute names (the grammar's keywords are
 #: case-insensitive; function names are recognized by the parenthesis that follows them).
 _KEYWORDS = frozenset({"set", "remove", "add", "delete", "and", "or", "not", "in", "between"})
@@ -24,7 +29,11 @@ _EXPRESSIONS = ("UpdateExpression", "ConditionExpression", "ProjectionExpression
 
 
 def named_attributes(request: Mapping[str, Any]) -> set[str]:
-    """The top-level attribute names an UpdateItem-like request names: key, expressions (placeholders resolved)."""
+    """The top-level attribute names an UpdateItem-like request names: key, expressions (placeholders
+    resolved); for a PartiQL statement (``Statement``), the names its SET, REMOVE and WHERE clauses name."""
+    if "Statement" in request:
+        update = parse_partiql_update(request["Statement"], list(request.get("Parameters", [])))
+        return {name for name, _ in update.where} | {name for name, _ in update.assignments} | set(update.removals)
     placeholders: Mapping[str, str] = request.get("ExpressionAttributeNames", {})
     names = set(request.get("Key", {}))
     for field in _EXPRESSIONS:
@@ -37,13 +46,23 @@ def named_attributes(request: Mapping[str, Any]) -> set[str]:
 
 def updates(operation: str, request: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
     """The requests IAM authorizes as ``dynamodb:UpdateItem`` in one client call (``update_item`` or a
-    transaction's ``Update`` items), each with its ``TableName``."""
+    transaction's ``Update`` items), each with its ``TableName``, and those it authorizes as
+    ``dynamodb:PartiQLUpdate`` (each statement of a ``batch_execute_statement``, with ``Statement``)."""
     if operation == "update_item":
         yield dict(request)
     elif operation == "transact_write_items":
         for item in request["TransactItems"]:
             if "Update" in item:
                 yield dict(item["Update"])
+    elif operation == "batch_execute_statement":
+        for statement in request["Statements"]:
+            update = parse_partiql_update(statement["Statement"], list(statement.get("Parameters", [])))
+            yield {"TableName": update.table, **statement}
+
+
+def action_of(update: Mapping[str, Any]) -> str:
+    """The IAM action that authorizes one of :func:`updates`' requests."""
+    return "dynamodb:PartiQLUpdate" if "Statement" in update else "dynamodb:UpdateItem"
 
 
 def _values(value: Any) -> list[Any]:

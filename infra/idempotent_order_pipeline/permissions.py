@@ -8,12 +8,13 @@ The handler calls (contract with ``lambdas/order_consumer``):
   developer guide, "Using IAM with DynamoDB transactions"); returning the old item on a failed
   condition needs no read permission. The statement only allows PutItem *inside* a transaction
   (``dynamodb:EnclosingOperation``), so the role cannot overwrite a row outside one.
-- ``dynamodb:UpdateItem`` on processed_events: the ``sent`` mark, one conditional ``UpdateItem`` per
-  record outside any transaction (1 write unit; inside a transaction it would cost 2), and the
-  adoption of a pending record an earlier version wrote. It needs no read permission
+- ``dynamodb:PartiQLUpdate`` on processed_events: the ``sent`` marks, one conditional PartiQL
+  ``UPDATE`` per record, up to 25 in one ``BatchExecuteStatement`` (1 write unit each; inside a
+  transaction a mark would cost 2), and ``dynamodb:UpdateItem`` for the adoption of a pending record
+  an earlier version wrote. Neither needs a read permission
   (``ReturnValuesOnConditionCheckFailure=ALL_OLD`` comes with the failed write). Outside a
-  transaction IAM has no ``EnclosingOperation`` to require; instead the statement allows only the
-  attributes these updates name (``dynamodb:Attributes``: their key, update and condition
+  transaction IAM has no ``EnclosingOperation`` to require; instead each statement allows only the
+  attributes its updates name (``dynamodb:Attributes``: their key, update and condition
   attributes, with the table's and the pending index's keys, as the DynamoDB guide asks), listed
   once in ``contract/names.py`` where the store's expressions take them from, and no
   ``ReturnValues`` but the default and ``ALL_OLD`` (:func:`update_only`).
@@ -51,7 +52,10 @@ from aws_cdk import ArnFormat, Stack, Token, aws_dynamodb, aws_iam, aws_kms, aws
 from constructs import Construct, IConstruct
 
 from idempotent_order_pipeline import nag
-from idempotent_order_pipeline._lambda_asset.order_consumer.contract.names import CONSUMER_UPDATE_ATTRIBUTES
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.names import (
+    CONSUMER_UPDATE_ATTRIBUTES,
+    MARK_STATEMENT_ATTRIBUTES,
+)
 
 #: What a producer needs on the queue: ``OrderPublisher`` calls SendMessage and SendMessageBatch
 #: (authorized as SendMessage) on the URL it is given, nothing else. No GetQueueAttributes: across
@@ -211,6 +215,20 @@ def update_only(attributes: Sequence[str]) -> dict[str, dict[str, Any]]:
     }
 
 
+def mark_sent_statement(processed_events: aws_dynamodb.ITable) -> aws_iam.PolicyStatement:
+    """The sent marks (consumer and reconciler): PartiQL ``UPDATE`` statements in ``BatchExecuteStatement``,
+    authorized per statement as ``dynamodb:PartiQLUpdate`` (the Service Authorization Reference's
+    operation table: BatchExecuteStatement needs the PartiQL action of each statement, and no action
+    of its own), with the same attribute conditions as an UpdateItem: the action supports
+    ``dynamodb:Attributes`` and ``dynamodb:ReturnValues`` (docs/security.md)."""
+    return aws_iam.PolicyStatement(
+        sid="MarkEventsSent",
+        actions=["dynamodb:PartiQLUpdate"],
+        resources=[processed_events.table_arn],
+        conditions=update_only(MARK_STATEMENT_ATTRIBUTES),
+    )
+
+
 def sqs_key_conditions(scope: IConstruct, queues: Sequence[aws_sqs.IQueue]) -> dict[str, dict[str, Any]]:
     """The conditions of a key statement for SQS: through SQS in this region, for these queues only."""
     stack = Stack.of(scope)
@@ -240,8 +258,9 @@ def handler_statements(
             resources=[processed_events.table_arn, order_records.table_arn],
             conditions={"ForAnyValue:StringEquals": {"dynamodb:EnclosingOperation": ["TransactWriteItems"]}},
         ),
+        mark_sent_statement(processed_events),
         aws_iam.PolicyStatement(
-            sid="MarkEventsSent",
+            sid="AdoptEarlierPendingRecords",
             actions=["dynamodb:UpdateItem"],
             resources=[processed_events.table_arn],
             conditions=update_only(CONSUMER_UPDATE_ATTRIBUTES),

@@ -251,8 +251,9 @@ class Reconciliation(Construct):
                 resources=[order_records.table_arn],
                 conditions=_only_attributes(order_row_attributes) if order_row_attributes is not None else None,
             ),
+            permissions.mark_sent_statement(processed_events),
             aws_iam.PolicyStatement(
-                sid="MarkEventsSent",
+                sid="ReleaseSentRecordsStillIndexed",
                 actions=["dynamodb:UpdateItem"],
                 resources=[processed_events.table_arn],
                 conditions=permissions.update_only(RECONCILER_UPDATE_ATTRIBUTES),

@@ -7,9 +7,12 @@ import pytest
 from moto import mock_aws
 
 from idempotent_order_pipeline._lambda_asset.order_consumer import handler as handler_module
-from idempotent_order_pipeline._lambda_asset.order_consumer.contract.names import CONSUMER_UPDATE_ATTRIBUTES
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.names import (
+    CONSUMER_UPDATE_ATTRIBUTES,
+    MARK_STATEMENT_ATTRIBUTES,
+)
 from tests.consumer.harness import World
-from tests.dynamodb_requests import named_attributes, updates
+from tests.dynamodb_requests import action_of, named_attributes, updates
 
 
 @pytest.fixture
@@ -18,7 +21,9 @@ def make_world() -> Iterator[Callable[..., World]]:
 
     After the test, every UpdateItem the handler made in it must name only the attributes the
     consumer's role may update (``CONSUMER_UPDATE_ATTRIBUTES``, the list the construct's
-    ``dynamodb:Attributes`` condition is made of): a new attribute in an update fails here first.
+    ``dynamodb:Attributes`` condition is made of), and every PartiQL statement of a
+    BatchExecuteStatement only those its PartiQLUpdate statement allows (``MARK_STATEMENT_ATTRIBUTES``):
+    a new attribute in an update or a statement fails here first.
     """
     worlds: list[World] = []
 
@@ -29,13 +34,17 @@ def make_world() -> Iterator[Callable[..., World]]:
     with mock_aws():
         yield build
     handler_module.configure()
+    allowed = {
+        "dynamodb:UpdateItem": set(CONSUMER_UPDATE_ATTRIBUTES),
+        "dynamodb:PartiQLUpdate": set(MARK_STATEMENT_ATTRIBUTES),
+    }
     beyond = {
         name
         for world in worlds
         for operation, requests in world.board.requests.items()
         for request in requests
         for update in updates(operation, request)
-        for name in named_attributes(update) - set(CONSUMER_UPDATE_ATTRIBUTES)
+        for name in named_attributes(update) - allowed[action_of(update)]
     }
     assert not beyond, f"the consumer updated attributes its role may not: {sorted(beyond)}"
 

@@ -29,7 +29,8 @@ from botocore.exceptions import ClientError
 from idempotent_order_pipeline._lambda_asset.order_consumer import handler as handler_module
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.keys import derive_event_id, payload_sha256
 from idempotent_order_pipeline._lambda_asset.order_consumer.runtime import Clients
-from idempotent_order_pipeline._lambda_asset.order_consumer.store import MARK_SENT
+from idempotent_order_pipeline._lambda_asset.order_consumer.store import MARK_SENT_STATEMENT
+from idempotent_order_pipeline.sandbox.moto_patches import parse_partiql_update
 
 
 class Crash(BaseException):
@@ -55,9 +56,37 @@ def is_record_write(request: Mapping[str, Any]) -> bool:
     return "Put" in request.get("TransactItems", [{}])[0]
 
 
+def is_mark_statement(statement: Mapping[str, Any]) -> bool:
+    """Whether one statement of a BatchExecuteStatement is a sent mark (on whichever table)."""
+    text = str(statement.get("Statement", ""))
+    update = parse_partiql_update(text, list(statement.get("Parameters", [])))
+    return text == MARK_SENT_STATEMENT.format(table=update.table)
+
+
 def is_mark(request: Mapping[str, Any]) -> bool:
-    """Whether an UpdateItem request is a sent mark."""
-    return request.get("UpdateExpression") == MARK_SENT
+    """Whether a BatchExecuteStatement request is a call of sent marks."""
+    statements = request.get("Statements", [])
+    return bool(statements) and all(is_mark_statement(statement) for statement in statements)
+
+
+def statement_event_id(statement: Mapping[str, Any]) -> str:
+    """The event id a mark statement's WHERE names."""
+    update = parse_partiql_update(statement["Statement"], list(statement.get("Parameters", [])))
+    return str(dict(update.where)["event_id"]["S"])
+
+
+def refuse_statements(refuse: Callable[[dict[str, Any]], bool], code: str = "ThrottlingError") -> Callable[..., Any]:
+    """A BatchExecuteStatement rewrite: statements ``refuse`` picks answer ``code`` and are not run
+    (as DynamoDB answers a statement throttled inside the batch); the others run."""
+
+    def rewrite(request: dict[str, Any], send: Callable[..., Any]) -> Any:
+        statements = request["Statements"]
+        kept = [statement for statement in statements if not refuse(statement)]
+        answers = iter(send(**{**request, "Statements": kept})["Responses"] if kept else [])
+        injected = {"Error": {"Code": code, "Message": "injected"}}
+        return {"Responses": [injected if refuse(statement) else next(answers) for statement in statements]}
+
+    return rewrite
 
 
 def written_event_id(request: Mapping[str, Any]) -> str | None:
@@ -75,8 +104,8 @@ def written_order_id(request: Mapping[str, Any]) -> str | None:
 
 
 def marked_event_ids(requests: Iterable[Mapping[str, Any]]) -> list[str]:
-    """The event ids the sent marks among ``requests`` (UpdateItem requests) update, in call order."""
-    return [str(request["Key"]["event_id"]["S"]) for request in requests if is_mark(request)]
+    """The event ids the sent marks among ``requests`` (BatchExecuteStatement requests) name, in call order."""
+    return [statement_event_id(s) for request in requests if is_mark(request) for s in request["Statements"]]
 
 
 @dataclass

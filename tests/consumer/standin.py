@@ -2,7 +2,7 @@
 
 It speaks just enough DynamoDB (JSON 1.0), SNS (query/XML) and SQS (JSON 1.0) for the consumer's
 first-delivery path: a record's ``TransactWriteItems`` (two Puts) succeeds, ``PublishBatch``
-accepts every entry, the sent marks (``UpdateItem``) succeed. Each kind of call
+accepts every entry, the sent marks (``BatchExecuteStatement``) succeed. Each kind of call
 (:data:`KINDS`) can be set to :data:`ANSWER`, :data:`HANG` (read the request, never answer) or
 :data:`TRICKLE` (send the headers, then one byte of the body every :data:`TRICKLE_INTERVAL_S`, so
 a read timeout never fires). It records the event ids it accepted per kind.
@@ -19,6 +19,8 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs
+
+from tests.consumer.harness import statement_event_id
 
 KINDS = ("record", "publish", "mark", "park")
 ANSWER, HANG, TRICKLE = "answer", "hang", "trickle"
@@ -88,7 +90,11 @@ class _Handler(BaseHTTPRequestHandler):
         """(kind, event ids, response body, content type) for a request."""
         if target.startswith("DynamoDB"):
             request = json.loads(body)
-            if target.endswith(".UpdateItem"):  # a sent mark
+            if target.endswith(".BatchExecuteStatement"):  # sent marks, one statement each
+                events = [statement_event_id(statement) for statement in request["Statements"]]
+                answer = {"Responses": [{"TableName": "processed-events"} for _ in events]}
+                return "mark", events, json.dumps(answer).encode(), "application/x-amz-json-1.0"
+            if target.endswith(".UpdateItem"):  # a sent mark (earlier versions)
                 return "mark", [request["Key"]["event_id"]["S"]], b"{}", "application/x-amz-json-1.0"
             items = request.get("TransactItems", [])
             if items and "Update" in items[0]:  # sent marks in one transaction (earlier versions)

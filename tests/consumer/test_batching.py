@@ -12,7 +12,11 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.contract.errors impo
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.sns_ids import FIFO_ID as SNS_FIFO_ID
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.sns_ids import sns_deduplication_id, sns_group_id
 from idempotent_order_pipeline._lambda_asset.order_consumer.notifier import Notification, Notifier
-from idempotent_order_pipeline._lambda_asset.order_consumer.store import EVENT_IS_PENDING_WITH_THIS_CONTENT, OrderStore
+from idempotent_order_pipeline._lambda_asset.order_consumer.store import (
+    MARK_SENT_STATEMENT,
+    STILL_PENDING_OTHER_CONTENT,
+    OrderStore,
+)
 from tests.consumer.harness import (
     ArmedFault,
     Crash,
@@ -21,8 +25,10 @@ from tests.consumer.harness import (
     is_mark,
     marked_event_ids,
     refuse_entries,
+    refuse_statements,
     seed,
     sqs_record,
+    statement_event_id,
 )
 
 
@@ -43,13 +49,15 @@ def test_a_batch_of_ten_new_orders_makes_one_call_per_write_and_one_publish(worl
     assert response == {"batchItemFailures": []}
     assert {e: r["status"] for e, r in world.event_records().items()} == {f"evt-o-{i}": "sent" for i in range(10)}
     assert sorted(world.notified_events().values()) == [1] * 10
-    # AND the calls were: ten transactions, one PublishBatch of ten entries, ten conditional UpdateItem marks
-    assert world.board.calls == {"transact_write_items": 10, "publish_batch": 1, "update_item": 10}
+    # AND the calls were: ten transactions, one PublishBatch of ten entries, one BatchExecuteStatement of
+    # ten conditional marks (each statement's WHERE is its own record's condition)
+    assert world.board.calls == {"transact_write_items": 10, "publish_batch": 1, "batch_execute_statement": 1}
     [publish] = world.board.requests["publish_batch"]
     assert len(publish["PublishBatchRequestEntries"]) == 10
-    marks = world.board.requests["update_item"]
+    marks = world.board.requests["batch_execute_statement"]
     assert sorted(marked_event_ids(marks)) == sorted(f"evt-o-{i}" for i in range(10))
-    assert all(mark["ConditionExpression"] == EVENT_IS_PENDING_WITH_THIS_CONTENT for mark in marks)
+    [call] = marks
+    assert all(s["Statement"] == MARK_SENT_STATEMENT.format(table=world.events_table) for s in call["Statements"])
 
 
 def test_a_batch_of_ten_duplicates_makes_ten_calls(world: World) -> None:
@@ -67,11 +75,12 @@ def test_a_batch_of_ten_duplicates_makes_ten_calls(world: World) -> None:
 def test_a_batch_of_25_new_orders_publishes_in_calls_of_ten(world: World) -> None:
     # GIVEN 25 new orders
     response = world.invoke(new_orders(25))
-    # THEN three PublishBatch calls (10, 10, 5) and one mark per order
+    # THEN three PublishBatch calls (10, 10, 5) and one mark statement per order, all 25 in one call
     assert response == {"batchItemFailures": []}
     sizes = sorted(len(r["PublishBatchRequestEntries"]) for r in world.board.requests["publish_batch"])
     assert sizes == [5, 10, 10]
-    assert world.board.calls == {"transact_write_items": 25, "publish_batch": 3, "update_item": 25}
+    assert world.board.calls == {"transact_write_items": 25, "publish_batch": 3, "batch_execute_statement": 1}
+    assert len(marked_event_ids(world.board.requests["batch_execute_statement"])) == 25
     assert len(world.notified_events()) == 25
 
 
@@ -92,7 +101,12 @@ def test_one_refused_entry_leaves_only_its_record_pending_and_reported(world: Wo
     # AND the others were notified, marked sent and acknowledged (never marked: the refused entry)
     assert all(states[f"evt-o-{i}"]["status"] == "sent" for i in (0, 1, 2, 4))
     assert all(notified[f"evt-o-{i}"] == 1 for i in (0, 1, 2, 4))
-    assert sorted(marked_event_ids(world.board.requests["update_item"])) == ["evt-o-0", "evt-o-1", "evt-o-2", "evt-o-4"]
+    assert sorted(marked_event_ids(world.board.requests["batch_execute_statement"])) == [
+        "evt-o-0",
+        "evt-o-1",
+        "evt-o-2",
+        "evt-o-4",
+    ]
     # AND the redelivery publishes and marks it
     del world.board.rewrites["publish_batch"]
     assert world.invoke([records[3]]) == {"batchItemFailures": []}
@@ -156,7 +170,9 @@ def test_an_entry_sns_does_not_report_is_never_marked_sent(world: World) -> None
             lambda: ArmedFault(Crash("after publish"), "publish_batch", after_success=True, times=1),
             id="after-publish",
         ),
-        pytest.param(lambda: ArmedFault(Crash("before mark"), "update_item", when=is_mark, times=1), id="before-mark"),
+        pytest.param(
+            lambda: ArmedFault(Crash("before mark"), "batch_execute_statement", when=is_mark, times=1), id="before-mark"
+        ),
     ],
 )
 def test_a_crash_between_the_publish_and_the_mark_republishes_on_redelivery(
@@ -171,21 +187,20 @@ def test_a_crash_between_the_publish_and_the_mark_republishes_on_redelivery(
     assert crashes == 1
     assert {r["status"] for r in world.event_records().values()} == {"sent"}
     assert sorted(world.order_rows()) == ["o-0", "o-1", "o-2"]
-    # AND each was notified at least once: twice if its mark was not made before the crash (all
-    # three after the publish; the one whose mark crashed at least, since the marks run concurrently)
+    # AND each was notified twice: its mark was not made before the crash (the marks are one call)
     notified = world.notified_events()
-    unmarked = {f"evt-o-{i}" for i in range(3)}
-    if fault.operation == "update_item":
-        unmarked = {marked_event_ids(world.board.requests["update_item"])[0]}
-    assert set(notified) == {f"evt-o-{i}" for i in range(3)}
-    assert all(notified[event] == 2 for event in unmarked), notified
-    assert all(count in (1, 2) for count in notified.values()), notified
+    assert fault.fired == 1
+    assert notified == {f"evt-o-{i}": 2 for i in range(3)}
 
 
 def test_a_mark_that_fails_leaves_notified_records_pending_and_reported(world: World) -> None:
     # GIVEN every mark fails (throttled) after SNS accepted every entry
     records = new_orders(3)
-    world.board.arm(ArmedFault(client_error("UpdateItem", "ThrottlingException"), "update_item", when=is_mark))
+    world.board.arm(
+        ArmedFault(
+            client_error("BatchExecuteStatement", "ThrottlingException"), "batch_execute_statement", when=is_mark
+        )
+    )
     # WHEN processed
     response = world.invoke(records)
     # THEN every record is reported, pending, and was notified (the redelivery notifies again)
@@ -375,8 +390,8 @@ def make_store(world: World) -> OrderStore:
     )
 
 
-def test_mark_sent_batch_marks_pending_and_reports_already_sent_with_one_call_each(world: World) -> None:
-    # GIVEN three pending records, one already sent, and one pending with another content
+def test_mark_sent_batch_marks_pending_and_reports_already_sent_in_one_call(world: World) -> None:
+    # GIVEN three pending records, one already sent, one gone, and one pending with another content
     store = make_store(world)
     for i in range(3):
         seed(world, {"order_id": f"p-{i}"}, status="pending", event_id=f"p-{i}")
@@ -384,46 +399,102 @@ def test_mark_sent_batch_marks_pending_and_reports_already_sent_with_one_call_ea
     seed(world, {"order_id": "x", "v": 1}, status="pending", event_id="x")
     sha = world.event_records()
     notifications = [Notification(e, sha[e]["order_id"], sha[e]["payload_sha256"]) for e in ("p-0", "s", "p-1", "p-2")]
+    notifications.append(Notification("gone", "gone", "e" * 64))  # no record (its TTL deleted it)
     notifications.append(Notification("x", "x", "f" * 64))  # not the recorded content
     world.board.calls.clear()
     # WHEN marked
-    flags = store.mark_sent_batch(notifications)
-    # THEN the pending ones are marked, the sent one counts as marked, the other content is not
-    assert flags == [True, True, True, True, False]
+    results = store.mark_sent_batch(notifications)
+    # THEN the pending ones are marked, the sent and the gone one count as marked, the other content is not
+    assert [r.notification for r in results] == notifications
+    assert [r.error for r in results] == [None] * 5 + [STILL_PENDING_OTHER_CONTENT]
     states = world.event_records()
     assert [states[e]["status"] for e in ("p-0", "p-1", "p-2", "s", "x")] == ["sent"] * 4 + ["pending"]
+    assert "gone" not in states  # a mark never creates a record
     assert all(states[e]["ttl"] == states[e]["sent_at"] + 60 for e in ("p-0", "p-1", "p-2"))
     assert "pending_shard" not in states["p-0"]
-    # AND it took one conditional UpdateItem per mark (1 write unit each), no transaction
-    assert world.board.calls == {"update_item": 5}
+    # AND it took one BatchExecuteStatement (1 write unit per statement), no transaction
+    assert world.board.calls == {"batch_execute_statement": 1}
 
 
 def test_mark_sent_batch_raises_a_transient_error_when_the_first_call_fails(world: World) -> None:
-    # GIVEN DynamoDB is unavailable
+    # GIVEN DynamoDB is unavailable, and 30 marks to make (two calls: 25 and 5)
     store = make_store(world)
-    world.board.arm(ArmedFault(client_error("UpdateItem", "InternalServerError"), "update_item"))
-    # WHEN marking, THEN a StoreUnavailableError (a TransientError) says so, and no other mark is tried
+    world.board.arm(ArmedFault(client_error("BatchExecuteStatement", "InternalServerError"), "batch_execute_statement"))
+    # WHEN marking, THEN a StoreUnavailableError (a TransientError) says so, and no other call is tried
     with pytest.raises(StoreUnavailableError, match="InternalServerError"):
-        store.mark_sent_batch([Notification("e", "o", "0" * 64), Notification("f", "o", "0" * 64)])
-    assert world.board.calls == {"update_item": 1}
+        store.mark_sent_batch([Notification(f"e-{i}", "o", "0" * 64) for i in range(30)])
+    assert world.board.calls == {"batch_execute_statement": 1}
 
 
-def test_a_failed_mark_leaves_only_its_record_pending(world: World) -> None:
-    # GIVEN three pending records; the second mark is throttled
+def test_a_failed_later_call_leaves_only_its_records_pending(world: World) -> None:
+    # GIVEN 30 pending records (two calls: 25 and 5) and the second call fails
+    store = make_store(world)
+    for i in range(30):
+        seed(world, {"order_id": f"p-{i}"}, status="pending", event_id=f"p-{i}")
+    sha = world.event_records()
+    notifications = [Notification(f"p-{i}", f"p-{i}", sha[f"p-{i}"]["payload_sha256"]) for i in range(30)]
+    world.board.arm(
+        ArmedFault(client_error("BatchExecuteStatement", "ThrottlingException"), "batch_execute_statement", at=2)
+    )
+    # WHEN marked
+    results = store.mark_sent_batch(notifications)
+    # THEN the first 25 are marked, the last 5 carry the call's error and stay pending
+    assert [r.error is None for r in results] == [True] * 25 + [False] * 5
+    assert all("ThrottlingException" in str(r.error) for r in results[25:])
+    states = world.event_records()
+    assert [states[f"p-{i}"]["status"] for i in range(30)] == ["sent"] * 25 + ["pending"] * 5
+
+
+@pytest.mark.parametrize(
+    ("code", "reason"),
+    [
+        ("ThrottlingError", "StoreUnavailableError"),
+        ("ProvisionedThroughputExceeded", "StoreUnavailableError"),
+        ("InternalServerError", "StoreUnavailableError"),
+        ("TransactionConflict", "StoreUnavailableError"),
+        ("ValidationError", "RejectedByStoreError"),
+    ],
+)
+def test_a_statement_that_fails_inside_the_call_leaves_only_its_record_pending(
+    world: World, code: str, reason: str
+) -> None:
+    # GIVEN three pending records; DynamoDB answers the second statement with an error of its own
     store = make_store(world)
     for i in range(3):
         seed(world, {"order_id": f"p-{i}"}, status="pending", event_id=f"p-{i}")
     sha = world.event_records()
     notifications = [Notification(e, sha[e]["order_id"], sha[e]["payload_sha256"]) for e in ("p-0", "p-1", "p-2")]
-    world.board.arm(ArmedFault(client_error("UpdateItem", "ThrottlingException"), "update_item", at=2))
+    world.board.rewrites["batch_execute_statement"] = refuse_statements(
+        lambda statement: statement_event_id(statement) == "p-1", code
+    )
     # WHEN marked
-    flags = store.mark_sent_batch(notifications)
-    # THEN the other two are marked (no mark depends on another), that one is reported still pending
-    assert flags == [True, False, True]
+    results = store.mark_sent_batch(notifications)
+    # THEN the other two are marked (no mark depends on another); that one is still pending, and says why
+    assert [r.error is None for r in results] == [True, False, True]
+    assert str(results[1].error).startswith(reason)
+    assert code in str(results[1].error)
     assert [world.event_records()[e]["status"] for e in ("p-0", "p-1", "p-2")] == ["sent", "pending", "sent"]
-    # AND mark_sent says why
-    world.board.arm(ArmedFault(client_error("UpdateItem", "ThrottlingException"), "update_item", times=1))
-    with pytest.raises(StoreUnavailableError, match="ThrottlingException"):
-        store.mark_sent(notifications[1])
+    # AND mark_sent of it alone answers False while the statement keeps failing, True once it applies
+    assert store.mark_sent(notifications[1]) is False
+    del world.board.rewrites["batch_execute_statement"]
     assert store.mark_sent(notifications[1]) is True
     assert world.event_records()["p-1"]["status"] == "sent"
+
+
+def test_a_throttled_statement_in_a_batch_leaves_only_its_record_pending_and_reported(world: World) -> None:
+    # GIVEN five new orders, and DynamoDB throttles the mark statement of evt-o-2 inside the call
+    records = new_orders(5)
+    world.board.rewrites["batch_execute_statement"] = refuse_statements(
+        lambda statement: statement_event_id(statement) == "evt-o-2"
+    )
+    # WHEN the batch is processed
+    response = world.invoke(records)
+    # THEN only that record is reported and pending (notified: its redelivery notifies it again)
+    assert world.failures(response) == {records[2]["messageId"]}
+    states = world.event_records()
+    assert {e for e, r in states.items() if r["status"] == "pending"} == {"evt-o-2"}
+    assert set(world.notified_events()) == {f"evt-o-{i}" for i in range(5)}
+    # AND the redelivery marks it
+    del world.board.rewrites["batch_execute_statement"]
+    assert world.invoke([records[2]]) == {"batchItemFailures": []}
+    assert world.event_records()["evt-o-2"]["status"] == "sent"

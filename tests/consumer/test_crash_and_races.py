@@ -26,9 +26,9 @@ from tests.consumer.harness import (
 
 # A clean delivery of the chaos batch makes exactly these AWS calls (asserted below), so crashing
 # at every N in 1..MAX_CALLS covers every call of the batch: 7 record transactions, one PublishBatch
-# for the 5 records to notify, their 5 sent marks (one UpdateItem each; the re-sent copy of evt-1
+# for the 5 records to notify, their 5 sent marks (one BatchExecuteStatement; the re-sent copy of evt-1
 # finds it marked), one SendMessageBatch parking the conflict and the invalid message.
-CLEAN_CALLS = {"transact_write_items": 7, "publish_batch": 1, "update_item": 5, "send_message_batch": 1}
+CLEAN_CALLS = {"transact_write_items": 7, "publish_batch": 1, "batch_execute_statement": 1, "send_message_batch": 1}
 MAX_CALLS = sum(CLEAN_CALLS.values())
 
 

@@ -145,13 +145,13 @@ def test_transient_cancellation_is_retried_not_skipped(world: World, reasons: tu
         ("transact_write_items", client_error("TransactWriteItems", "InternalServerError")),
         ("transact_write_items", client_error("TransactWriteItems", "AccessDeniedException")),
         ("publish_batch", client_error("PublishBatch", "InternalError")),
-        ("sent-mark", client_error("UpdateItem", "ThrottlingException")),
+        ("sent-mark", client_error("BatchExecuteStatement", "ThrottlingException")),
     ],
 )
 def test_transient_errors_leave_the_record_for_redelivery(world: World, operation: str, error: Exception) -> None:
     # GIVEN one call fails once ("sent-mark": the conditional UpdateItem of the sent mark)
     if operation == "sent-mark":
-        world.board.arm(ArmedFault(error, "update_item", times=1, when=is_mark))
+        world.board.arm(ArmedFault(error, "batch_execute_statement", times=1, when=is_mark))
     else:
         world.board.arm(ArmedFault(error, operation, times=1))
     record = sqs_record(ORDER)

@@ -11,11 +11,10 @@ from typing import Any
 import boto3
 
 from idempotent_order_pipeline._lambda_asset.order_consumer.reconciler import ReconcilerClients, build_reconciler
-from idempotent_order_pipeline._lambda_asset.order_consumer.store import MARK_SENT
 from idempotent_order_pipeline.cli.commands import _resend
 from idempotent_order_pipeline.cli.records import find_pending, get, order_from_row
 from idempotent_order_pipeline.producer import OrderPublisher
-from tests.consumer.harness import ArmedFault, World, client_error, sqs_record
+from tests.consumer.harness import ArmedFault, World, client_error, is_mark, sqs_record
 from tests.reconciler.harness import add_pending_index
 
 PUBLISHED_FIELDS = ("Message", "MessageAttributes", "MessageGroupId", "MessageDeduplicationId")
@@ -32,9 +31,9 @@ def marks_fail(world: World) -> None:
     world.board.disarm()
     world.board.arm(
         ArmedFault(
-            client_error("UpdateItem", "ProvisionedThroughputExceededException"),
-            operation="update_item",
-            when=lambda request: request.get("UpdateExpression") == MARK_SENT,
+            client_error("BatchExecuteStatement", "ProvisionedThroughputExceededException"),
+            operation="batch_execute_statement",
+            when=is_mark,
         )
     )
 

@@ -58,9 +58,9 @@ def test_new_event_is_recorded_notified_and_marked_sent(world: World) -> None:
     assert json.loads(notification["Message"])["order_id"] == "o-1"
     assert notification["MessageAttributes"]["event_id"]["Value"] == event_id
     assert notification["MessageAttributes"]["order_id"]["Value"] == "o-1"
-    # AND nothing went to the DLQ; the calls were: transaction, PublishBatch, the sent mark (UpdateItem)
+    # AND nothing went to the DLQ; the calls were: transaction, PublishBatch, the sent mark (BatchExecuteStatement)
     assert world.dead_letters() == []
-    assert world.board.calls == {"transact_write_items": 1, "publish_batch": 1, "update_item": 1}
+    assert world.board.calls == {"transact_write_items": 1, "publish_batch": 1, "batch_execute_statement": 1}
 
 
 def test_record_stored_with_a_ttl_by_an_earlier_version_is_marked_with_a_new_one(world: World) -> None:
@@ -103,7 +103,7 @@ def test_pending_event_with_same_payload_is_republished_and_marked_sent(world: W
     assert [json.loads(n["Message"])["event_id"] for n in world.new_notifications()] == [event_id]
     assert world.event_records()[event_id]["status"] == "sent"
     assert "amount" not in world.order_rows()["o-1"]  # the seeded row, untouched
-    assert world.board.calls == {"transact_write_items": 1, "publish_batch": 1, "update_item": 1}
+    assert world.board.calls == {"transact_write_items": 1, "publish_batch": 1, "batch_execute_statement": 1}
 
 
 @pytest.mark.parametrize("status", ["pending", "sent"])

@@ -12,7 +12,7 @@ from typing import Any
 
 from bench.units import item_size, write_units
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_index import PENDING_SHARD_ATTRIBUTE
-from tests.consumer.harness import World, sqs_record
+from tests.consumer.harness import World, sqs_record, statement_event_id
 
 
 def table_and_index_units(world: World) -> tuple[float, float]:
@@ -25,13 +25,14 @@ def table_and_index_units(world: World) -> tuple[float, float]:
             table += write_units(item_size(write["Item"]), transactional=True)
             index += PENDING_SHARD_ATTRIBUTE in write["Item"]  # the item enters the index (every call here succeeds)
     stored = raw_event_records(world)
-    for update in world.board.requests.get("update_item", []):
-        after = stored[update["Key"]["event_id"]["S"]]
-        # billed on the larger of the item before and after: before, it had the shard and no sent_at/ttl
-        before_bound = item_size(after) + len(PENDING_SHARD_ATTRIBUTE) + 2
-        table += write_units(max(item_size(after), before_bound))
-        index += f"REMOVE {PENDING_SHARD_ATTRIBUTE}" in update["UpdateExpression"]  # it leaves the index
-    assert set(world.board.calls) <= {"transact_write_items", "update_item", "publish_batch"}
+    for call in world.board.requests.get("batch_execute_statement", []):
+        for statement in call["Statements"]:
+            after = stored[statement_event_id(statement)]
+            # billed on the larger of the item before and after: before, it had the shard and no sent_at/ttl
+            before_bound = item_size(after) + len(PENDING_SHARD_ATTRIBUTE) + 2
+            table += write_units(max(item_size(after), before_bound))
+            index += f"REMOVE {PENDING_SHARD_ATTRIBUTE}" in statement["Statement"]  # it leaves the index
+    assert set(world.board.calls) <= {"transact_write_items", "batch_execute_statement", "publish_batch"}
     return table, index
 
 
@@ -46,7 +47,7 @@ def test_a_new_order_costs_five_table_write_units_and_two_index_writes(world: Wo
     # WHEN delivered in one batch
     assert world.invoke(records) == {"batchItemFailures": []}
     # THEN each order cost: its transaction (2 items x 2 units), its sent mark (one conditional
-    # UpdateItem, 1 unit), and the pending index's entry written and removed (2 units)
+    # PartiQL UPDATE, 1 unit), and the pending index's entry written and removed (2 units)
     table, index = table_and_index_units(world)
     assert (table / len(records), index / len(records)) == (5.0, 2.0)
     # AND every record is sent and out of the index

@@ -78,7 +78,7 @@ def test_handler_statements_name_exact_actions_and_resources(default_pipeline: S
     # WHEN the named statements are read
     statements = by_sid(function_statements(default_pipeline))
     # THEN each handler call is allowed on exactly its resource, PutItem only inside a transaction,
-    # UpdateItem only on the attributes its updates name (contract/names.py) and the keys
+    # PartiQLUpdate (the marks) and UpdateItem only on the attributes they name (contract/names.py) and the keys
     assert statements == {
         "WriteOwnLogs": {
             "Sid": "WriteOwnLogs",
@@ -96,7 +96,7 @@ def test_handler_statements_name_exact_actions_and_resources(default_pipeline: S
         "MarkEventsSent": {
             "Sid": "MarkEventsSent",
             "Effect": "Allow",
-            "Action": "dynamodb:UpdateItem",
+            "Action": "dynamodb:PartiQLUpdate",
             "Resource": {"Fn::GetAtt": [processed, "Arn"]},
             "Condition": {
                 "ForAllValues:StringEquals": {
@@ -105,6 +105,25 @@ def test_handler_statements_name_exact_actions_and_resources(default_pipeline: S
                         "status",
                         "payload_sha256",
                         "sent_at",
+                        "ttl",
+                        "pending_shard",
+                        "created_at",
+                    ]
+                },
+                "StringEqualsIfExists": {"dynamodb:ReturnValues": ["NONE", "ALL_OLD"]},
+            },
+        },
+        "AdoptEarlierPendingRecords": {
+            "Sid": "AdoptEarlierPendingRecords",
+            "Effect": "Allow",
+            "Action": "dynamodb:UpdateItem",
+            "Resource": {"Fn::GetAtt": [processed, "Arn"]},
+            "Condition": {
+                "ForAllValues:StringEquals": {
+                    "dynamodb:Attributes": [
+                        "event_id",
+                        "status",
+                        "payload_sha256",
                         "ttl",
                         "pending_shard",
                         "created_at",

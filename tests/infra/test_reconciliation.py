@@ -145,7 +145,7 @@ def test_the_reconciler_role_has_exactly_its_calls(default_pipeline: Synthesized
     assert statements["ReadOrderRowIdentities"]["Resource"] == {"Fn::GetAtt": [orders, "Arn"]}
     assert statements["MarkEventsSent"] == {
         "Sid": "MarkEventsSent",
-        "Action": "dynamodb:UpdateItem",
+        "Action": "dynamodb:PartiQLUpdate",
         "Effect": "Allow",
         "Resource": {"Fn::GetAtt": [events, "Arn"]},
         "Condition": {
@@ -163,6 +163,18 @@ def test_the_reconciler_role_has_exactly_its_calls(default_pipeline: Synthesized
             "StringEqualsIfExists": {"dynamodb:ReturnValues": ["NONE", "ALL_OLD"]},
         },
     }
+    assert statements["ReleaseSentRecordsStillIndexed"] == {
+        "Sid": "ReleaseSentRecordsStillIndexed",
+        "Action": "dynamodb:UpdateItem",
+        "Effect": "Allow",
+        "Resource": {"Fn::GetAtt": [events, "Arn"]},
+        "Condition": {
+            "ForAllValues:StringEquals": {
+                "dynamodb:Attributes": ["event_id", "status", "ttl", "pending_shard", "created_at"]
+            },
+            "StringEqualsIfExists": {"dynamodb:ReturnValues": ["NONE", "ALL_OLD"]},
+        },
+    }
     assert statements["PublishNotifications"]["Resource"] == {"Ref": logical_id(stack, pipeline.topic)}
     actions = {a for s in statements.values() for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])}
     assert actions == {
@@ -170,6 +182,7 @@ def test_the_reconciler_role_has_exactly_its_calls(default_pipeline: Synthesized
         "logs:PutLogEvents",
         "dynamodb:Query",
         "dynamodb:BatchGetItem",
+        "dynamodb:PartiQLUpdate",
         "dynamodb:UpdateItem",
         "sns:Publish",
     }

@@ -22,13 +22,18 @@ from idempotent_order_pipeline._lambda_asset.order_consumer import reconciler as
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.keys import derive_event_id
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.names import (
     CONSUMER_UPDATE_ATTRIBUTES,
+    MARK_STATEMENT_ATTRIBUTES,
     RECONCILER_UPDATE_ATTRIBUTES,
 )
 from idempotent_order_pipeline._lambda_asset.order_consumer.runtime import Clients
-from idempotent_order_pipeline._lambda_asset.order_consumer.store import ADOPT_PENDING, MARK_SENT, RELEASE_SENT
+from idempotent_order_pipeline._lambda_asset.order_consumer.store import (
+    ADOPT_PENDING,
+    MARK_SENT_STATEMENT,
+    RELEASE_SENT,
+)
 from tests.compat.test_rollback_to_0_1_0 import mark_sent_as_0_1_0
 from tests.consumer.harness import World, seed, sqs_record
-from tests.dynamodb_requests import condition_allows, named_attributes, updates
+from tests.dynamodb_requests import action_of, condition_allows, named_attributes, updates
 from tests.infra.synth import Synthesized, logical_id
 from tests.infra.test_trust_boundaries import as_list, role_statements
 from tests.reconciler.harness import ReconcilerWorld, order
@@ -84,62 +89,83 @@ def reconciler_updates() -> Iterator[list[dict[str, Any]]]:
             reconciler_entry.configure()
 
 
-def update_statements(synthesized: Synthesized, role: Any) -> list[dict[str, Any]]:
-    """The role's statements that allow UpdateItem, each on the processed_events table alone."""
+#: What a mark statement is, whatever its table: the statement's text up to the table name and after it.
+MARK = "the sent mark (PartiQL)"
+
+
+def kind(request: dict[str, Any]) -> str:
+    """Which of the code's updates a request is: a PartiQL mark, or an UpdateItem by its expression."""
+    if "Statement" in request:
+        assert request["Statement"] == MARK_SENT_STATEMENT.format(table=request["TableName"])
+        return MARK
+    return str(request["UpdateExpression"])
+
+
+def update_statements(synthesized: Synthesized, role: Any, action: str) -> list[dict[str, Any]]:
+    """The role's statements that allow ``action`` (UpdateItem, PartiQLUpdate), each on processed_events alone."""
     table = {"Fn::GetAtt": [logical_id(synthesized.stack, synthesized.pipeline.processed_events_table), "Arn"]}
-    statements = [s for s in role_statements(synthesized, role) if "dynamodb:UpdateItem" in as_list(s["Action"])]
+    statements = [s for s in role_statements(synthesized, role) if action in as_list(s["Action"])]
     assert statements
     assert all(as_list(s["Resource"]) == [table] for s in statements)
     return statements
 
 
-def allowed(statements: list[dict[str, Any]], request: dict[str, Any]) -> bool:
+def allowed(synthesized: Synthesized, role: Any, request: dict[str, Any]) -> bool:
+    statements = update_statements(synthesized, role, action_of(request))
     return any(condition_allows(statement.get("Condition", {}), request) for statement in statements)
+
+
+def listed_attributes(synthesized: Synthesized, role: Any, action: str) -> list[str]:
+    [statement] = update_statements(synthesized, role, action)
+    return list(statement["Condition"]["ForAllValues:StringEquals"]["dynamodb:Attributes"])
 
 
 def test_every_update_the_consumer_makes_is_allowed_by_its_role(
     trust_boundaries: Synthesized, consumer_updates: list[dict[str, Any]]
 ) -> None:
-    # GIVEN the consumer role's UpdateItem statement as synthesized, and a consumer run's UpdateItems
-    statements = update_statements(trust_boundaries, trust_boundaries.pipeline.function.role)
-    # WHEN each recorded request is held against the statement's conditions
-    # THEN the run made both kinds of UpdateItem the consumer has (so the check is not vacuous)
-    assert {request["UpdateExpression"] for request in consumer_updates} == {MARK_SENT, ADOPT_PENDING}
+    # GIVEN the consumer role's UpdateItem and PartiQLUpdate statements as synthesized, and a consumer run's updates
+    role = trust_boundaries.pipeline.function.role
+    # WHEN each recorded request is held against its action's statement
+    # THEN the run made both kinds of update the consumer has (so the check is not vacuous)
+    assert {kind(request) for request in consumer_updates} == {MARK, ADOPT_PENDING}
     # AND every one of them is allowed
-    refused = [request for request in consumer_updates if not allowed(statements, request)]
+    refused = [request for request in consumer_updates if not allowed(trust_boundaries, role, request)]
     assert refused == []
-    # AND the statement allows no attribute beyond those the code's updates name and the keys
-    [statement] = statements
-    listed = statement["Condition"]["ForAllValues:StringEquals"]["dynamodb:Attributes"]
-    assert listed == list(CONSUMER_UPDATE_ATTRIBUTES)
-    assert set().union(*map(named_attributes, consumer_updates)) == set(listed) - {"created_at"}
+    # AND each statement allows no attribute beyond those the code's updates name and the keys
+    for action, allowed_names, made in (
+        ("dynamodb:UpdateItem", CONSUMER_UPDATE_ATTRIBUTES, ADOPT_PENDING),
+        ("dynamodb:PartiQLUpdate", MARK_STATEMENT_ATTRIBUTES, MARK),
+    ):
+        listed = listed_attributes(trust_boundaries, role, action)
+        assert listed == list(allowed_names)
+        named = set().union(*(named_attributes(r) for r in consumer_updates if kind(r) == made))
+        assert named == set(listed) - {"created_at"}
 
 
 def test_every_update_the_reconciler_makes_is_allowed_by_its_role(
     trust_boundaries: Synthesized, reconciler_updates: list[dict[str, Any]]
 ) -> None:
-    # GIVEN the reconciler role's UpdateItem statement as synthesized, and a reconciler run's UpdateItems
+    # GIVEN the reconciler role's UpdateItem and PartiQLUpdate statements as synthesized, and a run's updates
     reconciliation = trust_boundaries.pipeline.reconciliation
     assert reconciliation is not None
-    statements = update_statements(trust_boundaries, reconciliation.function.role)
-    # WHEN each recorded request is held against the statement's conditions
-    # THEN the run made both kinds of UpdateItem the reconciler has
-    assert {request["UpdateExpression"] for request in reconciler_updates} == {MARK_SENT, RELEASE_SENT}
+    role = reconciliation.function.role
+    # WHEN each recorded request is held against its action's statement
+    # THEN the run made both kinds of update the reconciler has
+    assert {kind(request) for request in reconciler_updates} == {MARK, RELEASE_SENT}
     # AND every one of them is allowed
-    assert [request for request in reconciler_updates if not allowed(statements, request)] == []
-    [statement] = statements
-    listed = statement["Condition"]["ForAllValues:StringEquals"]["dynamodb:Attributes"]
-    assert listed == list(RECONCILER_UPDATE_ATTRIBUTES)
+    assert [request for request in reconciler_updates if not allowed(trust_boundaries, role, request)] == []
+    assert listed_attributes(trust_boundaries, role, "dynamodb:UpdateItem") == list(RECONCILER_UPDATE_ATTRIBUTES)
+    assert listed_attributes(trust_boundaries, role, "dynamodb:PartiQLUpdate") == list(MARK_STATEMENT_ATTRIBUTES)
 
 
-#: Requests one step beyond the code's mark: each changes one field of a real mark.
+#: Requests one step beyond the code's adoption (an UpdateItem): each changes one field of a real one.
 BEYOND_THE_CODE = {
-    "sets-another-attribute": lambda mark: {"UpdateExpression": mark["UpdateExpression"] + ", order_id = :sent"},
-    "reads-another-in-its-condition": lambda mark: {
-        "ConditionExpression": mark["ConditionExpression"] + " AND amount > :now"
+    "sets-another-attribute": lambda adopt: {"UpdateExpression": adopt["UpdateExpression"] + ", order_id = :shard"},
+    "reads-another-in-its-condition": lambda adopt: {
+        "ConditionExpression": adopt["ConditionExpression"] + " AND amount > :sha"
     },
-    "another-key": lambda mark: {"Key": {"order_id": {"S": "o-1"}}},
-    "returns-the-new-item": lambda mark: {"ReturnValues": "ALL_NEW"},
+    "another-key": lambda adopt: {"Key": {"order_id": {"S": "o-1"}}},
+    "returns-the-new-item": lambda adopt: {"ReturnValues": "ALL_NEW"},
 }
 
 
@@ -149,10 +175,42 @@ def test_an_update_beyond_the_code_is_refused(
     consumer_updates: list[dict[str, Any]],
     change: Callable[[dict[str, Any]], dict[str, Any]],
 ) -> None:
-    # GIVEN the consumer's statement and one of its real marks
-    statements = update_statements(trust_boundaries, trust_boundaries.pipeline.function.role)
-    [mark, *_] = [request for request in consumer_updates if request["UpdateExpression"] == MARK_SENT]
-    assert allowed(statements, mark)
-    # WHEN the mark names one attribute more, or asks for the whole new item back
+    # GIVEN the consumer's UpdateItem statement and one of its real adoptions
+    role = trust_boundaries.pipeline.function.role
+    [adopt, *_] = [request for request in consumer_updates if kind(request) == ADOPT_PENDING]
+    assert allowed(trust_boundaries, role, adopt)
+    # WHEN the update names one attribute more, or asks for the whole new item back
     # THEN the statement refuses it
-    assert not allowed(statements, {**mark, **change(mark)})
+    assert not allowed(trust_boundaries, role, {**adopt, **change(adopt)})
+
+
+#: Statements one step beyond the code's mark: each changes one part of a real one.
+MARK_BEYOND_THE_CODE = {
+    "sets-another-attribute": lambda mark: {
+        "Statement": mark["Statement"].replace(" REMOVE ", ", order_id = ? REMOVE "),
+        "Parameters": [*mark["Parameters"][:3], {"S": "o-1"}, *mark["Parameters"][3:]],
+    },
+    "reads-another-in-its-condition": lambda mark: {
+        "Statement": mark["Statement"] + " AND amount = ?",
+        "Parameters": [*mark["Parameters"], {"N": "1"}],
+    },
+    "another-key": lambda mark: {"Statement": mark["Statement"].replace("WHERE event_id", "WHERE order_id")},
+    "removes-another-attribute": lambda mark: {
+        "Statement": mark["Statement"].replace(" REMOVE ", " REMOVE order_id, ")
+    },
+}
+
+
+@pytest.mark.parametrize("change", MARK_BEYOND_THE_CODE.values(), ids=MARK_BEYOND_THE_CODE.keys())
+def test_a_mark_statement_beyond_the_code_is_refused(
+    trust_boundaries: Synthesized,
+    consumer_updates: list[dict[str, Any]],
+    change: Callable[[dict[str, Any]], dict[str, Any]],
+) -> None:
+    # GIVEN the consumer's PartiQLUpdate statement and one of its real mark statements
+    role = trust_boundaries.pipeline.function.role
+    [mark, *_] = [request for request in consumer_updates if kind(request) == MARK]
+    assert allowed(trust_boundaries, role, mark)
+    # WHEN the statement names one attribute more in its SET, REMOVE or WHERE, or another key
+    # THEN the PartiQLUpdate statement refuses it
+    assert not allowed(trust_boundaries, role, {**mark, **change(mark)})

@@ -9,9 +9,12 @@ import pytest
 from moto import mock_aws
 
 from idempotent_order_pipeline._lambda_asset.order_consumer import reconciler as reconciler_entry
-from idempotent_order_pipeline._lambda_asset.order_consumer.contract.names import RECONCILER_UPDATE_ATTRIBUTES
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.names import (
+    MARK_STATEMENT_ATTRIBUTES,
+    RECONCILER_UPDATE_ATTRIBUTES,
+)
 from idempotent_order_pipeline._lambda_asset.order_consumer.runtime import Clients
-from tests.dynamodb_requests import named_attributes, updates
+from tests.dynamodb_requests import action_of, named_attributes, updates
 from tests.reconciler.harness import ReconcilerWorld
 
 _worlds = itertools.count()
@@ -23,7 +26,8 @@ def make_world() -> Iterator[Callable[..., ReconcilerWorld]]:
 
     After the test, every UpdateItem the reconciler made in it (its guarded clients' calls; the
     consumer runs of the harness have boards of their own) must name only the attributes the
-    reconciler's role may update (``RECONCILER_UPDATE_ATTRIBUTES``, its ``dynamodb:Attributes`` list).
+    reconciler's role may update (``RECONCILER_UPDATE_ATTRIBUTES``, its ``dynamodb:Attributes`` list), and
+    every PartiQL statement only those of its PartiQLUpdate statement (``MARK_STATEMENT_ATTRIBUTES``).
     """
     worlds: list[ReconcilerWorld] = []
     with mock_aws():
@@ -35,13 +39,17 @@ def make_world() -> Iterator[Callable[..., ReconcilerWorld]]:
 
         yield build
     reconciler_entry.configure()
+    allowed = {
+        "dynamodb:UpdateItem": set(RECONCILER_UPDATE_ATTRIBUTES),
+        "dynamodb:PartiQLUpdate": set(MARK_STATEMENT_ATTRIBUTES),
+    }
     beyond = {
         name
         for world in worlds
         for operation, requests in world.board.requests.items()
         for request in requests
         for update in updates(operation, request)
-        for name in named_attributes(update) - set(RECONCILER_UPDATE_ATTRIBUTES)
+        for name in named_attributes(update) - allowed[action_of(update)]
     }
     assert not beyond, f"the reconciler updated attributes its role may not: {sorted(beyond)}"
 

@@ -320,8 +320,8 @@ def test_fifo_topic_gets_the_ids_the_consumer_sends(make_world: Callable[..., Re
 def test_marks_that_fail_leave_the_published_records_pending_and_report_why(world: ReconcilerWorld) -> None:
     # GIVEN old pending records and DynamoDB throttling the sent marks (SNS works)
     event_ids = world.pend([order(i) for i in range(3)], created_at=NOW - HOUR)
-    throttled = client_error("UpdateItem", "ThrottlingException", "slow down")
-    world.board.arm(ArmedFault(throttled, operation="update_item"))
+    throttled = client_error("BatchExecuteStatement", "ThrottlingException", "slow down")
+    world.board.arm(ArmedFault(throttled, operation="batch_execute_statement"))
 
     # WHEN a run publishes them and then cannot mark them
     report = world.reconciler(clock=clock_at(NOW)).run()
@@ -333,4 +333,4 @@ def test_marks_that_fail_leave_the_published_records_pending_and_report_why(worl
     assert report.left_pending == 3
     assert world.pending_in_index() == set(event_ids)
     assert report.errors
-    assert set(report.errors) == {"DynamoDB failed the sent mark: ThrottlingException: slow down"}
+    assert set(report.errors) == {"DynamoDB failed the sent marks: ThrottlingException: slow down"}

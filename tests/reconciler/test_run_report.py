@@ -129,12 +129,14 @@ def test_reads_that_fail_are_logged_with_their_error(world: ReconcilerWorld, log
 def test_marks_that_fail_are_logged_with_their_error(world: ReconcilerWorld, log_stream: io.StringIO) -> None:
     # GIVEN an old pending record, and DynamoDB throttling the sent marks
     world.pend([order(1)], created_at=NOW - HOUR)
-    world.board.arm(ArmedFault(client_error("UpdateItem", "ThrottlingException", "slow down"), "update_item"))
+    world.board.arm(
+        ArmedFault(client_error("BatchExecuteStatement", "ThrottlingException", "slow down"), "batch_execute_statement")
+    )
     # WHEN a run publishes it and cannot mark it
     world.reconciler(clock=lambda: NOW).run()
     # THEN the warning names the failed call and why
     [warning] = logged(log_stream, "published records not marked sent")
-    assert warning["error"] == "DynamoDB failed the sent mark: ThrottlingException: slow down"
+    assert warning["error"] == "DynamoDB failed the sent marks: ThrottlingException: slow down"
 
 
 def test_a_record_without_its_order_row_is_logged_as_an_anomaly_naming_it(

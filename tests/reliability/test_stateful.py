@@ -35,7 +35,16 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.config import Settin
 from idempotent_order_pipeline._lambda_asset.order_consumer.reconciler import ReconcilerClients, build_reconciler
 from idempotent_order_pipeline._lambda_asset.order_consumer.runtime import Clients, build_pipeline
 from tests.compat.released import V0_2_0, ReleasedFunctions, moto_server
-from tests.consumer.harness import ArmedFault, Crash, World, cancelled, client_error, refuse_entries, sqs_record
+from tests.consumer.harness import (
+    ArmedFault,
+    Crash,
+    World,
+    cancelled,
+    client_error,
+    refuse_entries,
+    refuse_statements,
+    sqs_record,
+)
 from tests.reconciler.harness import add_pending_index
 from tests.reliability import invariants
 from tests.reliability.invariants import Message, describe
@@ -128,7 +137,24 @@ class SnsRefusal:
         return refuse_entries(lambda entry: entry["Id"] == victim)(request, send)
 
 
-Fault = ArmedFault | SnsRefusal
+@dataclass
+class MarkStatementThrottled:
+    """DynamoDB answers one statement (``position`` modulo the call's size) of each of the next ``times``
+    BatchExecuteStatement calls with ThrottlingError, and runs the others."""
+
+    times: int
+    position: int
+
+    def rewrite(self, request: dict[str, Any], send: Callable[..., Any]) -> Any:
+        statements = request["Statements"]
+        if self.times <= 0:
+            return send(**request)
+        self.times -= 1
+        victim = statements[self.position % len(statements)]
+        return refuse_statements(lambda statement: statement is victim)(request, send)
+
+
+Fault = ArmedFault | SnsRefusal | MarkStatementThrottled
 
 
 def fault_strategy() -> st.SearchStrategy[Fault | None]:
@@ -141,25 +167,30 @@ def fault_strategy() -> st.SearchStrategy[Fault | None]:
         st.integers(1, 3),
     )
     mark_throttled = st.builds(
-        lambda times: ArmedFault(client_error("UpdateItem", "ThrottlingException"), "update_item", times=times),
+        lambda times: ArmedFault(
+            client_error("BatchExecuteStatement", "ThrottlingException"), "batch_execute_statement", times=times
+        ),
         st.integers(1, 6),
     )
+    mark_statement_throttled = st.builds(MarkStatementThrottled, st.integers(1, 3), st.integers(0, 9))
     sns_outage = st.builds(
         lambda times: ArmedFault(client_error("PublishBatch", "InternalError"), "publish_batch", times=times),
         st.integers(1, 6),
     )
     sns_refusal = st.builds(SnsRefusal, st.integers(1, 3), st.integers(0, 9))
-    return st.one_of(st.none(), crash, cancellation, mark_throttled, sns_outage, sns_refusal)
+    return st.one_of(st.none(), crash, cancellation, mark_throttled, mark_statement_throttled, sns_outage, sns_refusal)
 
 
 def fault_name(fault: Fault) -> str:
     if isinstance(fault, SnsRefusal):
         return "sns-refuses-an-entry"
+    if isinstance(fault, MarkStatementThrottled):
+        return "mark-statement-throttled"
     if isinstance(fault.error, Crash):
         return "crash-after-success" if fault.after_success else "crash-before-call"
     if fault.operation == "publish_batch":
         return "sns-outage"
-    if fault.operation == "update_item":
+    if fault.operation == "batch_execute_statement":
         return "mark-throttled"
     return str(getattr(fault.error, "response", {}).get("CancellationReasons", [{}])[0].get("Code"))
 
@@ -263,6 +294,8 @@ class OrderPipelineMachine(RuleBasedStateMachine):
     def _arm(self, fault: Fault | None) -> None:
         if isinstance(fault, SnsRefusal):
             self.world.board.rewrites["publish_batch"] = fault.rewrite
+        elif isinstance(fault, MarkStatementThrottled):
+            self.world.board.rewrites["batch_execute_statement"] = fault.rewrite
         elif fault is not None:
             self.world.board.arm(fault)
         if fault is not None:

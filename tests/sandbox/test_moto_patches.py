@@ -957,3 +957,133 @@ def test_a_stack_layer_version_is_its_arn_and_names_its_s3_content(cfn: Any) -> 
     assert location == f"https://assets.s3.{REGION}.amazonaws.com/layer.zip"
     body = boto3.client("s3", region_name=REGION).get_object(Bucket="assets", Key="layer.zip")["Body"].read()
     assert version["Content"]["CodeSha256"] == base64.b64encode(hashlib.sha256(body).digest()).decode()
+
+
+# --- 7. PartiQL UPDATE statements in BatchExecuteStatement --------------------------------------------
+
+MARK = 'UPDATE "events" SET "status" = ?, sent_at = ? REMOVE shard WHERE pk = ? AND "status" = ? AND sha = ?'
+
+
+def _mark(pk: str, sha: str = "x") -> dict[str, Any]:
+    return {
+        "Statement": MARK,
+        "Parameters": [{"S": "sent"}, {"N": "5"}, {"S": pk}, {"S": "pending"}, {"S": sha}],
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+    }
+
+
+@pytest.fixture
+def plain_moto() -> Iterator[Any]:
+    """moto 5.2.5 alone: every fix reverted (the suite runs with fix 7 in place; see tests/conftest.py)."""
+    moto_patches.revert()
+    try:
+        with mock_aws():
+            client = boto3.client("dynamodb", region_name=REGION)
+            client.create_table(
+                TableName="events",
+                KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+                AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+                BillingMode="PAY_PER_REQUEST",
+            )
+            yield client
+    finally:
+        moto_patches.apply_partiql_fix()
+
+
+def _pending(client: Any, pk: str, sha: str = "x") -> None:
+    client.put_item(
+        TableName="events",
+        Item={"pk": {"S": pk}, "status": {"S": "pending"}, "sha": {"S": sha}, "shard": {"S": "3"}},
+    )
+
+
+def test_moto_alone_answers_a_failed_update_condition_as_a_success_and_cannot_remove(plain_moto: Any) -> None:
+    # GIVEN a record already sent (its condition "pending" cannot hold), on moto without the fix
+    plain_moto.put_item(TableName="events", Item={"pk": {"S": "a"}, "status": {"S": "sent"}, "sha": {"S": "x"}})
+    statement = {**_mark("a"), "Statement": MARK.replace(" REMOVE shard", "")}
+    # WHEN a SET-only mark of it runs in BatchExecuteStatement
+    [answer] = plain_moto.batch_execute_statement(Statements=[statement])["Responses"]
+    # THEN moto answers as if it had applied (DynamoDB: the statement's error ConditionalCheckFailed, with
+    # the item under ALL_OLD), and changed nothing
+    assert "Error" not in answer
+    assert "sent_at" not in plain_moto.get_item(TableName="events", Key={"pk": {"S": "a"}})["Item"]
+    # AND a statement with REMOVE fails the whole call inside moto's parser (in-process its AssertionError
+    # escapes; through the server it is a 500)
+    _pending(plain_moto, "b")
+    with pytest.raises((AssertionError, ClientError)):
+        plain_moto.batch_execute_statement(Statements=[_mark("b")])
+    assert plain_moto.get_item(TableName="events", Key={"pk": {"S": "b"}})["Item"]["status"] == {"S": "pending"}
+
+
+def test_partiql_updates_apply_their_conditions_per_statement(ddb: Any) -> None:
+    # GIVEN (with the fix) a pending record, a sent one, one of another content, and no record at all
+    _pending(ddb, "a")
+    ddb.put_item(TableName="events", Item={"pk": {"S": "s"}, "status": {"S": "sent"}, "sha": {"S": "x"}})
+    _pending(ddb, "c", sha="other")
+    # WHEN one BatchExecuteStatement marks all four
+    answers = ddb.batch_execute_statement(Statements=[_mark("a"), _mark("s"), _mark("c"), _mark("gone")])["Responses"]
+    # THEN the pending one is marked (SET applied, REMOVE applied) and the call answers it like DynamoDB
+    assert answers[0] == {"TableName": "events"}
+    assert ddb.get_item(TableName="events", Key={"pk": {"S": "a"}})["Item"] == {
+        "pk": {"S": "a"},
+        "status": {"S": "sent"},
+        "sha": {"S": "x"},
+        "sent_at": {"N": "5"},
+    }
+    # AND each failed condition is that statement's ConditionalCheckFailed, with the item under ALL_OLD
+    codes = [answer.get("Error", {}).get("Code") for answer in answers[1:]]
+    assert codes == ["ConditionalCheckFailed"] * 3
+    assert answers[1]["Error"]["Item"]["status"] == {"S": "sent"}
+    assert answers[2]["Error"]["Item"]["sha"] == {"S": "other"}
+    assert "Item" not in answers[3]["Error"]
+    # AND nothing else changed: an UPDATE never creates an item
+    assert ddb.get_item(TableName="events", Key={"pk": {"S": "c"}})["Item"]["status"] == {"S": "pending"}
+    assert "Item" not in ddb.get_item(TableName="events", Key={"pk": {"S": "gone"}})
+
+
+def test_partiql_updates_touch_only_their_item(ddb: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN a table of 200 items
+    for i in range(200):
+        _pending(ddb, f"p-{i}")
+    # WHEN a mark runs, with moto's whole-table path made to fail if it were taken
+    monkeypatch.setattr(DynamoDBBackend, "execute_statement", lambda *_: pytest.fail("copied every table"))
+    [answer] = ddb.batch_execute_statement(Statements=[_mark("p-7")])["Responses"]
+    # THEN it applied through the one item
+    assert answer == {"TableName": "events"}
+    assert ddb.get_item(TableName="events", Key={"pk": {"S": "p-7"}})["Item"]["status"] == {"S": "sent"}
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        'UPDATE "events" SET n = ? WHERE pk = ? OR n = ?',  # OR
+        'UPDATE "events" SET n = ? WHERE pk = ? RETURNING ALL OLD *',  # RETURNING
+        'UPDATE "events" SET n = n + ? WHERE pk = ?',  # an expression
+        'SELECT * FROM "events" WHERE pk = ?',
+    ],
+)
+def test_statements_outside_the_subset_go_to_moto(ddb: Any, statement: str) -> None:
+    # GIVEN a statement the fix does not read
+    # WHEN it is parsed, THEN it is refused as outside the subset (so moto's own code runs it)
+    with pytest.raises(moto_patches._NotTheSubset):
+        moto_patches.parse_partiql_update(statement, [{"N": "1"}, {"S": "a"}, {"N": "2"}][: statement.count("?")])
+
+
+def test_an_update_without_the_whole_key_is_a_validation_error(ddb: Any) -> None:
+    # GIVEN an UPDATE whose WHERE does not name the key
+    statement = {"Statement": 'UPDATE "events" SET n = ? WHERE sha = ?', "Parameters": [{"N": "1"}, {"S": "x"}]}
+    # WHEN it runs, THEN that statement answers ValidationError (DynamoDB requires the key)
+    [answer] = ddb.batch_execute_statement(Statements=[statement])["Responses"]
+    assert answer["Error"]["Code"] == "ValidationError"
+
+
+def test_the_partiql_fix_is_installed_and_removed_alone() -> None:
+    # GIVEN the suite's state (fix 7 in place)
+    assert DynamoDBBackend.batch_execute_statement is moto_patches.batch_execute_statement
+    # WHEN it is removed alone, THEN moto's method is back; re-applied, the fix again
+    moto_patches.revert_partiql_fix()
+    try:
+        assert DynamoDBBackend.batch_execute_statement is moto_patches._ORIGINAL_BATCH_EXECUTE
+    finally:
+        moto_patches.apply_partiql_fix()
+    assert DynamoDBBackend.batch_execute_statement is moto_patches.batch_execute_statement

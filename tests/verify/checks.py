@@ -19,7 +19,7 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.contract.parked impo
 from tests.reliability import invariants
 from tests.reliability.invariants import Message
 from tests.verify import redrive
-from tests.verify.world import EVENTS_TABLE, PENDING_SHARD_ATTRIBUTE, World, is_mark
+from tests.verify.world import EVENTS_TABLE, PENDING_SHARD_ATTRIBUTE, World, is_mark, marked
 
 # --- at the moment of a call (after-call hooks) -------------------------------------------------------
 
@@ -28,13 +28,15 @@ def marked_only_after_sns_accepted(
     world: World, actor: str, operation: str, request: Mapping[str, Any], response: Mapping[str, Any]
 ) -> None:
     """A sent mark that applied follows SNS accepting that event's notification with that content."""
-    if operation != "UpdateItem" or not is_mark(request) or "Error" in response:
+    if operation != "BatchExecuteStatement" or not is_mark(request) or "Error" in response:
         return
-    event_id = request["Key"]["event_id"]["S"]
-    sha = request["ExpressionAttributeValues"][":sha"]["S"]
-    assert any(e == event_id and s == sha for e, s, _ in world.notifications), (
-        f"{actor} marked {event_id} sent before SNS accepted its notification"
-    )
+    answers = response.get("Responses", [])
+    for (event_id, sha), answer in zip(marked(request), answers, strict=True):
+        if "Error" in answer:
+            continue  # this statement did not apply
+        assert any(e == event_id and s == sha for e, s, _ in world.notifications), (
+            f"{actor} marked {event_id} sent before SNS accepted its notification"
+        )
 
 
 def fifo_groups_commit_in_order(messages: Sequence[Message]) -> Any:

@@ -55,14 +55,21 @@ def _mark_before_publish() -> contextlib.AbstractContextManager[None]:
 
 
 def _mark_condition_dropped() -> contextlib.AbstractContextManager[None]:
-    # Always true for an item of any content, and still naming the values the mark passes (DynamoDB
-    # refuses unused ones): the mark no longer depends on the record being pending with this content.
-    return _replaced(
-        store,
-        "EVENT_IS_PENDING_WITH_THIS_CONTENT",
-        "(#status = :pending OR attribute_not_exists(#status) OR #status <> :pending) "
-        "AND (payload_sha256 = :sha OR attribute_not_exists(payload_sha256) OR payload_sha256 <> :sha)",
-    )
+    # Each mark an unconditional UpdateItem of its record (a PartiQL UPDATE never creates an item, so
+    # dropping its WHERE alone would hide what a mark without its condition does): the mark no longer
+    # depends on the record being pending with this content, nor on its being there.
+    def mark_chunk(self: Any, notifications: Sequence[Any]) -> list[Any]:
+        for notification in notifications:
+            self._client.update_item(
+                TableName=self._events_table,
+                Key={"event_id": {"S": notification.event_id}},
+                UpdateExpression="SET #status = :sent, sent_at = :now",
+                ExpressionAttributeNames={"#status": "status"},
+                ExpressionAttributeValues={":sent": {"S": "sent"}, ":now": {"N": str(int(self._clock()))}},
+            )
+        return [store.MarkResult(notification, None) for notification in notifications]
+
+    return _replaced(store.OrderStore, "_mark_chunk", mark_chunk)
 
 
 def _acknowledge_before_commit() -> contextlib.AbstractContextManager[None]:

@@ -34,6 +34,7 @@ from idempotent_order_pipeline._lambda_asset.order_consumer import reconciler as
 from idempotent_order_pipeline._lambda_asset.order_consumer.reconciliation import Reconciler
 from idempotent_order_pipeline._lambda_asset.order_consumer.runtime import Clients as ConsumerClients
 from idempotent_order_pipeline._lambda_asset.order_consumer.store import OrderStore
+from idempotent_order_pipeline.sandbox import moto_patches
 from tests.reliability.invariants import Message
 from tests.verify import checks, redrive
 from tests.verify.scenarios import Delivery, Scenario
@@ -142,6 +143,7 @@ class Harness:
 
     @contextlib.contextmanager
     def active(self) -> Iterator[None]:
+        moto_patches.apply_partiql_fix()  # the marks are PartiQL statements (the stand-in's fix 7)
         with mock_aws(), contextlib.ExitStack() as stack:
             if self.clients is None:
                 self.clients = Clients.make()

@@ -41,7 +41,8 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_ind
     PENDING_SHARD_ATTRIBUTE,
     pending_shard,
 )
-from idempotent_order_pipeline._lambda_asset.order_consumer.store import MARK_SENT
+from idempotent_order_pipeline._lambda_asset.order_consumer.store import MARK_SENT_STATEMENT
+from idempotent_order_pipeline.sandbox.moto_patches import parse_partiql_update
 from tests.reconciler.harness import events_table_definition
 from tests.verify.scheduler import CALL, FAULT_PREFIX, Access, Execution, Point, current_actor
 
@@ -53,6 +54,8 @@ ORDERS_TABLE = "order-records"
 FAULTS: dict[str, tuple[str, ...]] = {
     "TransactWriteItems": ("TransactionConflict",),
     "UpdateItem": ("Throttling",),
+    # The whole call throttled, or DynamoDB answering its first statement ThrottlingError (the others run).
+    "BatchExecuteStatement": ("Throttling", "StatementThrottled"),
     "PublishBatch": ("EntryRefused",),
     "Query": ("Throttling",),
     "BatchGetItem": ("Throttling",),
@@ -411,6 +414,10 @@ class World:
                     accesses |= _item_access(body["TableName"], key, "w")
             elif operation in ("UpdateItem", "PutItem", "DeleteItem"):
                 accesses |= _item_access(request["TableName"], request.get("Key") or request["Item"], "w")
+            elif operation == "BatchExecuteStatement":
+                for statement in request["Statements"]:
+                    update = parse_partiql_update(statement["Statement"], list(statement.get("Parameters", [])))
+                    accesses |= _item_access(update.table, dict(update.where), "w")
             elif operation == "GetItem":
                 accesses |= _item_access(request["TableName"], request["Key"], "r")
             elif operation == "BatchGetItem":
@@ -452,6 +459,15 @@ class World:
             )
         if kind == "Throttling":
             return _error("ThrottlingException", "Rate exceeded (injected)")
+        if kind == "StatementThrottled":
+            statements = list(request["Statements"])
+            answers = (
+                self.clients.raw_dynamodb.batch_execute_statement(Statements=statements[1:])["Responses"]
+                if statements[1:]
+                else []
+            )
+            throttled = {"Error": {"Code": "ThrottlingError", "Message": "Rate exceeded (injected)"}}
+            return _Http(200), {"Responses": [throttled, *answers]}
         assert kind == "EntryRefused", kind
         entries = list(request["PublishBatchRequestEntries"])
         refused, kept = entries[0], entries[1:]
@@ -480,8 +496,25 @@ def _event_of_transaction(request: Mapping[str, Any]) -> str | None:
     return None
 
 
+def is_mark_statement(statement: Mapping[str, Any]) -> bool:
+    """Whether one statement of a BatchExecuteStatement is a sent mark."""
+    return statement.get("Statement") == MARK_SENT_STATEMENT.format(table=EVENTS_TABLE)
+
+
 def is_mark(request: Mapping[str, Any]) -> bool:
-    return request.get("UpdateExpression") == MARK_SENT
+    """Whether a BatchExecuteStatement is a call of sent marks."""
+    statements = request.get("Statements", [])
+    return bool(statements) and all(is_mark_statement(statement) for statement in statements)
+
+
+def marked(request: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(event id, notified content) of each mark statement of a BatchExecuteStatement, in order."""
+    found = []
+    for statement in request.get("Statements", []):
+        if is_mark_statement(statement):
+            where = dict(parse_partiql_update(statement["Statement"], list(statement["Parameters"])).where)
+            found.append((str(where["event_id"]["S"]), str(where["payload_sha256"]["S"])))
+    return found
 
 
 def _describe(operation: str, request: Mapping[str, Any]) -> str:
@@ -489,8 +522,9 @@ def _describe(operation: str, request: Mapping[str, Any]) -> str:
     if operation == "TransactWriteItems":
         return f"TransactWriteItems record+row of {_event_of_transaction(request)}"
     if operation == "UpdateItem":
-        what = "mark sent" if is_mark(request) else request.get("UpdateExpression", "")[:24]
-        return f"UpdateItem {what} {request['Key']['event_id']['S']}"
+        return f"UpdateItem {request.get('UpdateExpression', '')[:24]} {request['Key']['event_id']['S']}"
+    if operation == "BatchExecuteStatement":
+        return f"BatchExecuteStatement mark sent {[event_id for event_id, _ in marked(request)]}"
     if operation == "Query":
         return f"Query pending index shard {request['ExpressionAttributeValues'][':shard']['S']}"
     if operation == "BatchGetItem":
@@ -523,6 +557,8 @@ def _summary(operation: str, status: int, response: Mapping[str, Any]) -> str:
             f"{[{k: next(iter(v.values())) for k, v in item.items() if k in ('status', 'event_id')} for item in items]}"
             for items in response.get("Responses", {}).values()
         )
+    if operation == "BatchExecuteStatement":
+        return str([answer.get("Error", {}).get("Code", "ok") for answer in response.get("Responses", [])])
     return "ok"
 
 

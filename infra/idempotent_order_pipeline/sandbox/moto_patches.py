@@ -50,6 +50,23 @@ sandbox publishes its local layer's ARN there before ``cdk deploy``, as Powertoo
 imports, FIFO names, ``AWS::SNS::Subscription``, unsupported types refused, event source mappings
 deleted with their stack): :mod:`.moto_cloudformation`, installed by :func:`apply` too.
 
+7. PartiQL ``UPDATE`` statements in ``BatchExecuteStatement`` (the consumer's and the reconciler's
+``sent`` marks). moto 5.2.5 (``DynamoDBBackend.batch_execute_statement`` -> ``execute_statement`` ->
+``py_partiql_parser``) gets four things wrong for them: an ``UPDATE`` whose ``WHERE`` matches no item
+answers as if it had succeeded (DynamoDB answers that statement with the error code
+``ConditionalCheckFailed``, ``BatchStatementError``); the statement's
+``ReturnValuesOnConditionCheckFailure=ALL_OLD`` is ignored (DynamoDB puts the item in the error);
+``UPDATE ... REMOVE attr`` fails the parser's assertion and the whole call with it; and every
+statement copies every item of every table into JSON first (O(all items) per statement). With the
+fix, an ``UPDATE`` of the form ``UPDATE "table" SET a = ?, b = 'x' [REMOVE c] WHERE key = ? [AND attr
+= ? ...]`` (quoted or bare top-level names, ``?`` parameters or string and number literals, ``AND`` of
+equalities that name the table's key) runs as moto's own ``update_item`` on that one item: the
+key's equalities give the key, the others and ``attribute_exists(key)`` (an ``UPDATE`` never creates
+an item) the condition, the ``SET`` and ``REMOVE`` clauses the update expression; a failed condition
+becomes that statement's ``ConditionalCheckFailed`` (with the item under ``ALL_OLD``), any other
+moto error that statement's error, and the other statements run on. Statements of any other form
+go to moto's own code, one by one. Written up for upstream in ``docs/sandbox.md``.
+
 Apply the fixes only in the sandbox and in test set-ups (``apply()`` before ``mock_aws()`` or
 before the server starts); :func:`revert` restores moto's methods.
 """
@@ -58,6 +75,7 @@ from __future__ import annotations
 
 import copy
 import datetime
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -90,6 +108,7 @@ PATCHED_MOTO_VERSION = "5.2.5"
 MAX_TRANSACTION_ITEMS = 100
 
 _ORIGINAL_TRANSACT = DynamoDBBackend.transact_write_items
+_ORIGINAL_BATCH_EXECUTE = DynamoDBBackend.batch_execute_statement
 _ORIGINAL_APPLY_CHANGE_SET = ChangeSet.apply
 _ORIGINAL_CLEAN_JSON = cloudformation_parsing.clean_json
 _ORIGINAL_PUT_PARAMETER = SimpleSystemManagerBackend.put_parameter
@@ -253,6 +272,199 @@ def transact_write_items(self: DynamoDBBackend, transact_items: list[dict[str, A
         raise TransactionCanceledException(errors)
 
 
+# --- 7. PartiQL UPDATE statements in BatchExecuteStatement -------------------------------------------
+
+#: One token of the PartiQL subset the fix reads: a quoted name, a string literal, a parameter, a
+#: number, a bare word, or ``=`` / ``,``.
+_PARTIQL_TOKEN = re.compile(
+    r"""\s*(?:(?P<name>"(?:[^"]|"")*")|(?P<string>'(?:[^']|'')*')|(?P<parameter>\?)"""
+    r"""|(?P<number>-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)|(?P<word>[A-Za-z_]\w*)|(?P<operator>[=,]))"""
+)
+
+
+class _NotTheSubset(Exception):
+    """A statement outside the subset the fix reads: moto's own code runs it."""
+
+
+@dataclass
+class PartiqlUpdate:
+    """An ``UPDATE`` statement of the subset, as moto's ``update_item`` takes it."""
+
+    table: str
+    #: The WHERE clause's equalities, in order: (attribute, value).
+    where: list[tuple[str, dict[str, Any]]]
+    #: The SET clauses' assignments, in order: (attribute, value).
+    assignments: list[tuple[str, dict[str, Any]]]
+    removals: list[str]
+
+    def request(self, hash_key: str, range_key: str | None) -> dict[str, Any]:
+        """``update_item``'s keyword arguments for a table with these keys."""
+        key_names = [hash_key] if range_key is None else [hash_key, range_key]
+        key = {name: value for name, value in self.where if name in key_names}
+        if set(key) != set(key_names) or len([n for n, _ in self.where if n in key_names]) != len(key_names):
+            raise _NotTheSubset("the WHERE clause does not name the whole key once")
+        names: dict[str, str] = {}
+        values: dict[str, dict[str, Any]] = {}
+
+        def name_of(attribute: str) -> str:
+            placeholder = f"#n{len(names)}"
+            names[placeholder] = attribute
+            return placeholder
+
+        def value_of(value: dict[str, Any]) -> str:
+            placeholder = f":v{len(values)}"
+            values[placeholder] = value
+            return placeholder
+
+        # An UPDATE never creates an item: the key must exist, then every other equality must hold.
+        conditions = [f"attribute_exists({name_of(hash_key)})"]
+        conditions += [f"{name_of(n)} = {value_of(v)}" for n, v in self.where if n not in key_names]
+        clauses = []
+        if self.assignments:
+            clauses.append("SET " + ", ".join(f"{name_of(n)} = {value_of(v)}" for n, v in self.assignments))
+        if self.removals:
+            clauses.append("REMOVE " + ", ".join(name_of(n) for n in self.removals))
+        return {
+            "table_name": self.table,
+            "key": key,
+            "update_expression": " ".join(clauses),
+            "expression_attribute_names": names,
+            "expression_attribute_values": values,
+            "condition_expression": " AND ".join(conditions),
+        }
+
+
+def parse_partiql_update(statement: str, parameters: list[dict[str, Any]]) -> PartiqlUpdate:
+    """The statement as a :class:`PartiqlUpdate`.
+
+    Raises:
+        _NotTheSubset: it is not an UPDATE of the subset (see the module docstring, point 7).
+    """
+    tokens: list[tuple[str, str]] = []
+    position = 0
+    text = statement.rstrip().rstrip(";")
+    while position < len(text):
+        match = _PARTIQL_TOKEN.match(text, position)
+        if match is None or match.end() == position:
+            raise _NotTheSubset(f"unreadable at {position}")
+        kind = match.lastgroup or ""
+        tokens.append((kind, match.group(kind)))
+        position = match.end()
+    supplied = iter(parameters)
+
+    def word(index: int) -> str:
+        return tokens[index][1].upper() if index < len(tokens) and tokens[index][0] == "word" else ""
+
+    def attribute(index: int) -> str:
+        kind, raw = tokens[index] if index < len(tokens) else ("", "")
+        if kind == "name":
+            return raw[1:-1].replace('""', '"')
+        if kind == "word" and raw.upper() not in {"SET", "REMOVE", "WHERE", "AND", "RETURNING"}:
+            return raw
+        raise _NotTheSubset(f"expected a top-level attribute name at token {index}")
+
+    def value(index: int) -> dict[str, Any]:
+        kind, raw = tokens[index] if index < len(tokens) else ("", "")
+        if kind == "parameter":
+            try:
+                return dict(next(supplied))
+            except StopIteration:
+                raise _NotTheSubset("fewer parameters than placeholders") from None
+        if kind == "string":
+            return {"S": raw[1:-1].replace("''", "'")}
+        if kind == "number":
+            return {"N": raw}
+        raise _NotTheSubset(f"expected a value at token {index}")
+
+    if word(0) != "UPDATE":
+        raise _NotTheSubset("not an UPDATE")
+    table = attribute(1)
+    index = 2
+    assignments: list[tuple[str, dict[str, Any]]] = []
+    removals: list[str] = []
+    while word(index) in ("SET", "REMOVE"):
+        clause, index = word(index), index + 1
+        while True:
+            if clause == "SET":
+                if index + 1 >= len(tokens) or tokens[index + 1] != ("operator", "="):
+                    raise _NotTheSubset("SET takes name = value")
+                assignments.append((attribute(index), value(index + 2)))
+                index += 3
+            else:
+                removals.append(attribute(index))
+                index += 1
+            if index < len(tokens) and tokens[index] == ("operator", ","):
+                index += 1
+                continue
+            break
+    if word(index) != "WHERE" or not (assignments or removals):
+        raise _NotTheSubset("expected SET or REMOVE clauses, then WHERE")
+    index += 1
+    where: list[tuple[str, dict[str, Any]]] = []
+    while True:
+        if index + 1 >= len(tokens) or tokens[index + 1] != ("operator", "="):
+            raise _NotTheSubset("WHERE takes name = value AND ...")
+        where.append((attribute(index), value(index + 2)))
+        index += 3
+        if word(index) == "AND":
+            index += 1
+            continue
+        break
+    if index != len(tokens) or next(supplied, None) is not None:
+        raise _NotTheSubset("trailing tokens or parameters (RETURNING, OR, a function, ...)")
+    return PartiqlUpdate(table=table, where=where, assignments=assignments, removals=removals)
+
+
+def _statement_error(code: str, message: str, item: dict[str, Any] | None = None) -> dict[str, Any]:
+    error: dict[str, Any] = {"Code": code, "Message": message}
+    if item:
+        error["Item"] = item
+    return {"Error": error}
+
+
+def batch_execute_statement(self: DynamoDBBackend, statements: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """moto's ``batch_execute_statement``, with UPDATE statements of the subset run as ``update_item`` (point 7)."""
+    responses: list[dict[str, Any]] = []
+    for statement in statements:
+        try:
+            update = parse_partiql_update(statement["Statement"], list(statement.get("Parameters", [])))
+        except _NotTheSubset:
+            responses.extend(_ORIGINAL_BATCH_EXECUTE(self, [statement]))
+            continue
+        if update.table not in self.tables:
+            responses.append(_statement_error("ResourceNotFound", "Requested resource not found"))
+            continue
+        table = self.tables[update.table]
+        try:
+            request = update.request(table.hash_key_attr, table.range_key_attr)
+        except _NotTheSubset as exc:
+            responses.append(
+                _statement_error(
+                    "ValidationError",
+                    f"Where clause does not contain a mandatory equality on all key attributes: {exc}",
+                )
+            )
+            continue
+        wanted = statement.get("ReturnValuesOnConditionCheckFailure")
+        try:
+            self.update_item(**request, return_values_on_condition_check_failure=wanted)
+        except ConditionalCheckFailed as exc:
+            old = None
+            if wanted == "ALL_OLD":
+                current = table.get_item(
+                    DynamoType(request["key"][table.hash_key_attr]),
+                    DynamoType(request["key"][table.range_key_attr]) if table.range_key_attr else None,
+                )
+                old = None if current is None else current.to_json()["Attributes"]
+            responses.append(_statement_error("ConditionalCheckFailed", str(exc.message), old))
+            continue
+        except MockValidationException as exc:
+            responses.append(_statement_error("ValidationError", str(exc.message)))
+            continue
+        responses.append({"TableName": update.table})
+    return responses
+
+
 def apply_change_set(self: ChangeSet) -> None:
     """moto's ``ChangeSet.apply``, then the stack's template and outputs are those of the change set."""
     _ORIGINAL_APPLY_CHANGE_SET(self)
@@ -315,14 +527,10 @@ def put_parameter(self: SimpleSystemManagerBackend, name: str, *args: Any, **kwa
 
 def apply() -> None:
     """Install the fixes (idempotent). Raises RuntimeError on a moto version it was not written for."""
-    if moto.__version__ != PATCHED_MOTO_VERSION:
-        raise RuntimeError(
-            f"idempotent_order_pipeline.sandbox.moto_patches re-implements moto {PATCHED_MOTO_VERSION}'s "
-            f"transact_write_items; moto {moto.__version__} is installed. Re-read "
-            "moto/dynamodb/models/__init__.py and update the patch (or drop it if moto fixed it)."
-        )
+    _check_version()
     with _lock:
         DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
+        DynamoDBBackend.batch_execute_statement = batch_execute_statement  # type: ignore[method-assign]
         ChangeSet.apply = apply_change_set  # type: ignore[method-assign]
         cloudformation_parsing.clean_json = clean_json
         vars(sqs_models).update(unix_time=sqs_unix_time, unix_time_millis=sqs_unix_time_millis)
@@ -330,10 +538,34 @@ def apply() -> None:
     moto_cloudformation.apply()
 
 
+def apply_partiql_fix() -> None:
+    """Install fix 7 alone (idempotent): what the test suite runs every moto-backed test with, since the
+    functions' marks are PartiQL statements; :func:`revert_partiql_fix` removes it."""
+    _check_version()
+    with _lock:
+        DynamoDBBackend.batch_execute_statement = batch_execute_statement  # type: ignore[method-assign]
+
+
+def revert_partiql_fix() -> None:
+    """moto's own ``batch_execute_statement`` again."""
+    with _lock:
+        DynamoDBBackend.batch_execute_statement = _ORIGINAL_BATCH_EXECUTE  # type: ignore[method-assign]
+
+
+def _check_version() -> None:
+    if moto.__version__ != PATCHED_MOTO_VERSION:
+        raise RuntimeError(
+            f"idempotent_order_pipeline.sandbox.moto_patches re-implements moto {PATCHED_MOTO_VERSION}'s "
+            f"transact_write_items; moto {moto.__version__} is installed. Re-read "
+            "moto/dynamodb/models/__init__.py and update the patch (or drop it if moto fixed it)."
+        )
+
+
 def revert() -> None:
     """Put moto's own methods back."""
     with _lock:
         DynamoDBBackend.transact_write_items = _ORIGINAL_TRANSACT  # type: ignore[method-assign]
+        DynamoDBBackend.batch_execute_statement = _ORIGINAL_BATCH_EXECUTE  # type: ignore[method-assign]
         ChangeSet.apply = _ORIGINAL_APPLY_CHANGE_SET  # type: ignore[method-assign]
         cloudformation_parsing.clean_json = _ORIGINAL_CLEAN_JSON
         vars(sqs_models).update(unix_time=_ORIGINAL_SQS_UNIX_TIME, unix_time_millis=_ORIGINAL_SQS_UNIX_TIME_MILLIS)
@@ -345,6 +577,7 @@ def is_applied() -> bool:
     """Whether :func:`apply` is in effect."""
     return (
         DynamoDBBackend.transact_write_items is transact_write_items
+        and DynamoDBBackend.batch_execute_statement is batch_execute_statement
         and ChangeSet.apply is apply_change_set
         and cloudformation_parsing.clean_json is clean_json
         and vars(sqs_models)["unix_time_millis"] is sqs_unix_time_millis

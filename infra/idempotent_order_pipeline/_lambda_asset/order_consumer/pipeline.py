@@ -22,8 +22,9 @@ what happened to each of them; its calls run on the worker threads:
 2. :meth:`OrderPipeline._publish_and_park`: one SNS ``PublishBatch`` per 10 records to notify (on a
    FIFO topic a message group stays in one call, in record order) and, at the same time, the
    records that can never succeed to the DLQ (``SendMessageBatch`` when there are several);
-3. :meth:`OrderPipeline._mark`: the ``sent`` mark of each record whose entry SNS accepted, one
-   conditional ``UpdateItem`` each, concurrently;
+3. :meth:`OrderPipeline._mark`: the ``sent`` marks of the records whose entries SNS accepted, one
+   conditional PartiQL ``UPDATE`` each, up to 25 in one ``BatchExecuteStatement`` (one call for a
+   batch of 10);
 4. :meth:`OrderPipeline._results` with :func:`_outcome`, the one place that decides each record's
    outcome from what the stages returned: a record is acknowledged only once its order is durable
    and notified and marked, or once it is parked in the DLQ. A refused entry leaves its record pending and
@@ -76,7 +77,7 @@ from .contract.order_schema import OrderSchema
 from .dead_letter import DeadLetterQueue, ParkRequest
 from .notifier import Notifier
 from .observability import logger
-from .store import ExistingEvent, ExistingOrder, OrderStore
+from .store import MAX_BATCH_STATEMENTS, ExistingEvent, ExistingOrder, OrderStore
 
 #: Default worker threads: one per record of a default batch (10).
 DEFAULT_MAX_WORKERS = 10
@@ -94,7 +95,6 @@ _Value = TypeVar("_Value")
 NOT_STARTED = "not started: too little invocation time left"
 NOT_FINISHED = "not finished before the invocation's deadline; SQS redelivers it"
 GROUP_FAILED = "an earlier message of its FIFO group failed; not acknowledged"
-STILL_PENDING = "the sent mark did not apply (still pending)"
 
 
 class Outcome(enum.StrEnum):
@@ -502,24 +502,28 @@ class OrderPipeline:
     def _mark(
         self, pool: ThreadPoolExecutor, batch: _Batch, accepted: Mapping[int, Notification]
     ) -> dict[int, str | None]:
-        """The sent marks of the records SNS accepted, one conditional write each, concurrently.
+        """The sent marks of the records SNS accepted: one ``BatchExecuteStatement`` per
+        :data:`MAX_BATCH_STATEMENTS` records (one for a batch of 10), each statement conditional on its record.
 
         Returns, per record: None when it is marked (or was already), else why it is still pending;
         a record absent from the results was not finished in time.
         """
-        jobs = [pool.submit(self._mark_one, batch, index, accepted[index]) for index in sorted(accepted)]
+        indexes = sorted(accepted)
+        calls = [indexes[n : n + MAX_BATCH_STATEMENTS] for n in range(0, len(indexes), MAX_BATCH_STATEMENTS)]
+        jobs = [pool.submit(self._mark_one_call, batch, {i: accepted[i] for i in call}) for call in calls]
         return self._gather(batch, jobs, batch.deadlines.return_at)
 
-    def _mark_one(self, batch: _Batch, index: int, notification: Notification) -> dict[int, str | None]:
+    def _mark_one_call(self, batch: _Batch, notifications: Mapping[int, Notification]) -> dict[int, str | None]:
         if batch.stopped:
             return {}
         try:
-            return {index: None if self._store.mark_sent(notification) else STILL_PENDING}
+            results = self._store.mark_sent_batch(list(notifications.values()))
         except TransientError as exc:
-            return {index: f"{type(exc).__name__}: {exc}"}
-        except Exception as exc:  # a bug or an unforeseen SDK error: the record stays unacknowledged
-            logger.exception("unexpected error in a sent mark", extra={"event_id": notification.event_id})
-            return {index: f"{type(exc).__name__}: {exc}"}
+            return dict.fromkeys(notifications, f"{type(exc).__name__}: {exc}")
+        except Exception as exc:  # a bug, DynamoDB refusing the call, an unforeseen SDK error: unacknowledged
+            logger.exception("unexpected error in the sent marks", extra={"records": len(notifications)})
+            return dict.fromkeys(notifications, f"{type(exc).__name__}: {exc}")
+        return {index: result.error for index, result in zip(notifications, results, strict=True)}
 
     # --- stage 4: the outcomes ----------------------------------------------------------------------
 

@@ -51,7 +51,8 @@ from .observability import logger
 from .pending_records import IndexEntry, OrderRow, PendingIndex, PendingRecord
 from .store import OrderStore
 
-#: Default records handled together (one BatchGetItem per table, up to 3 PublishBatch calls, one mark).
+#: Default records handled together (one BatchGetItem per table, up to 3 PublishBatch calls, one
+#: BatchExecuteStatement of their marks).
 DEFAULT_CHUNK_SIZE = 25
 #: Default index entries per Query page.
 DEFAULT_PAGE_SIZE = 100
@@ -363,11 +364,12 @@ class Reconciler:
             report.errors.append(str(exc))
             logger.warning("published records not marked sent", extra={"error": str(exc)[:500]})
             return left + [created[n.event_id] for n in published]
-        for notification, marked in zip(published, marks, strict=True):
-            if marked:
+        for mark in marks:
+            if mark.error is None:
                 report.reconciled += 1
             else:
-                left.append(created[notification.event_id])
+                left.append(created[mark.notification.event_id])
+                report.errors.append(f"{mark.notification.event_id}: {mark.error}")
         return left
 
     @staticmethod

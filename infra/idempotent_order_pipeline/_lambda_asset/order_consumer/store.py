@@ -15,10 +15,12 @@ come back in the cancellation reasons, so the duplicate path needs no extra read
 could be eventually consistent). Only the ``ConditionalCheckFailed`` code means "exists"; every
 other cancellation code is transient or a validation failure, never a duplicate.
 
-Each ``sent`` mark is one conditional ``UpdateItem``: 1 write unit (a mark inside a
-``TransactWriteItems`` costs 2). Marks need no atomicity with each other: each is conditional on
-its own record, so a mark only ever moves a pending record of the notified content to ``sent``,
-and a failed one leaves that record alone (still pending: redelivered, or found by the reconciler).
+Each ``sent`` mark is one conditional PartiQL ``UPDATE``, up to 25 in one ``BatchExecuteStatement``
+(one call per batch of 10; 1 write unit each: a mark inside a ``TransactWriteItems`` costs 2). Marks
+need no atomicity with each other: each statement carries its own record's condition, so a mark only
+ever moves a pending record of the notified content to ``sent``, and a failed one (its statement's
+error, or the whole call's) leaves that record alone (still pending: redelivered, or found by the
+reconciler).
 """
 
 from __future__ import annotations
@@ -55,8 +57,17 @@ ORDER_IS_NEW = "attribute_not_exists(order_id)"
 # Only a pending record of the notified content moves to sent; a failure means another delivery
 # already marked it (or the record is gone), never that a notification is lost.
 EVENT_IS_PENDING_WITH_THIS_CONTENT = f"#status = :pending AND {PAYLOAD_SHA256_ATTRIBUTE} = :sha"
-# The sent mark: status, sent time and expiry set, the record leaves the pending index.
-MARK_SENT = f"SET #status = :sent, {SENT_AT_ATTRIBUTE} = :now, #ttl = :ttl REMOVE {PENDING_SHARD_ATTRIBUTE}"
+# The sent mark, one PartiQL statement per record (``{table}``: the processed_events table): status,
+# sent time and expiry set, the record leaves the pending index; its WHERE is
+# EVENT_IS_PENDING_WITH_THIS_CONTENT on the record's key (an UPDATE whose WHERE fails is that
+# statement's ConditionalCheckFailed; it never creates an item, and a missing one is never pending).
+# Every value is a parameter; the only text put in is the table's name, from the function's own
+# configuration (DynamoDB table names are [A-Za-z0-9_.-], nothing a double quote could end).
+MARK_SENT_STATEMENT = (
+    f'UPDATE "{{table}}" SET "{STATUS_ATTRIBUTE}" = ?, {SENT_AT_ATTRIBUTE} = ?, "{TTL_ATTRIBUTE}" = ? '  # noqa: S608
+    f"REMOVE {PENDING_SHARD_ATTRIBUTE} "
+    f'WHERE {EVENT_ID_ATTRIBUTE} = ? AND "{STATUS_ATTRIBUTE}" = ? AND {PAYLOAD_SHA256_ATTRIBUTE} = ?'
+)
 # A record an earlier version left pending under another key than today's (0.1.0 derived keys
 # without escaping): put it in the pending index and drop the ttl 0.1.0 gave it, so it is found by
 # the reconciler and `pending` and never expires while pending.
@@ -76,6 +87,13 @@ _EXISTS = "ConditionalCheckFailed"
 _INVALID = "ValidationError"
 # The ClientError code of a conditional write whose condition failed (outside a transaction).
 _CONDITION_FAILED = "ConditionalCheckFailedException"
+# The error codes of one statement of a BatchExecuteStatement (BatchStatementError).
+_STATEMENT_CONDITION_FAILED = "ConditionalCheckFailed"
+_STATEMENT_INVALID = "ValidationError"
+#: DynamoDB's limit on statements per BatchExecuteStatement.
+MAX_BATCH_STATEMENTS = 25
+#: Why a mark left its record pending when the record is pending with another content.
+STILL_PENDING_OTHER_CONTENT = "the sent mark did not apply: the record is pending with another content"
 # ClientError codes that mean the request was invalid and will always be.
 _VALIDATION_ERRORS = frozenset({"ValidationException", "SerializationException"})
 
@@ -97,6 +115,15 @@ class ExistingOrder:
 
 
 Collision = ExistingEvent | ExistingOrder
+
+
+@dataclass(frozen=True)
+class MarkResult:
+    """One ``sent`` mark's answer."""
+
+    notification: Notification
+    #: None: the record is sent (by this mark, or already); else why it is still pending.
+    error: str | None
 
 
 def _value(item: Mapping[str, Any], name: str) -> Any:
@@ -267,60 +294,93 @@ class OrderStore:
         return True
 
     def mark_sent(self, notification: Notification) -> bool:
-        """Mark one notified record ``sent`` (``ttl`` set, ``pending_shard`` removed): one conditional
-        ``UpdateItem``. Call only after SNS accepted the notification.
+        """Mark one notified record ``sent``: :meth:`mark_sent_batch` of one.
 
         Returns:
-            True when this call marked the record or it was not pending any more (already sent by
-            another delivery, or gone); False when it is pending with another content.
+            True when it is sent (by this call, or already); False when it is still pending.
 
         Raises:
-            StoreUnavailableError: the call failed; the record is still pending.
-            RejectedByStoreError: DynamoDB refused the request.
+            StoreUnavailableError, RejectedByStoreError: the call failed; the record is still pending.
         """
+        return self.mark_sent_batch([notification])[0].error is None
+
+    def mark_sent_batch(self, notifications: Sequence[Notification]) -> list[MarkResult]:
+        """Mark notified records ``sent``: one PartiQL ``UPDATE`` each, :data:`MAX_BATCH_STATEMENTS` per
+        ``BatchExecuteStatement``, each conditional on its own record (``pending``, with the notified
+        content). Call only after SNS accepted the notifications.
+
+        Returns:
+            One result per input, in order: no error when the record is sent (by this mark, or it
+            was not pending any more: another delivery marked it, or it is gone), else why it is still
+            pending (pending with another content; the statement throttled, refused, or its call failed).
+
+        Raises:
+            StoreUnavailableError, RejectedByStoreError: the first call failed (nothing is marked); a
+            later call that fails gives its records an error instead.
+        """
+        results: list[MarkResult] = []
+        for start in range(0, len(notifications), MAX_BATCH_STATEMENTS):
+            chunk = notifications[start : start + MAX_BATCH_STATEMENTS]
+            try:
+                results.extend(self._mark_chunk(chunk))
+            except (StoreUnavailableError, RejectedByStoreError) as exc:
+                if start == 0:
+                    raise
+                results.extend(MarkResult(notification, f"{type(exc).__name__}: {exc}") for notification in chunk)
+        return results
+
+    def _mark_chunk(self, notifications: Sequence[Notification]) -> list[MarkResult]:
         now = int(self._clock())
+        statement = MARK_SENT_STATEMENT.format(table=self._events_table)
+        sent, pending, at, expires = (
+            {"S": STATUS_SENT},
+            {"S": STATUS_PENDING},
+            {"N": str(now)},
+            {"N": str(now + self._ttl_seconds)},
+        )
         try:
-            self._client.update_item(
-                TableName=self._events_table,
-                Key={EVENT_ID_ATTRIBUTE: {"S": notification.event_id}},
-                UpdateExpression=MARK_SENT,
-                ConditionExpression=EVENT_IS_PENDING_WITH_THIS_CONTENT,
-                ExpressionAttributeNames=_RESERVED,
-                ExpressionAttributeValues={
-                    ":sent": {"S": STATUS_SENT},
-                    ":pending": {"S": STATUS_PENDING},
-                    ":sha": {"S": notification.payload_sha256},
-                    ":now": {"N": str(now)},
-                    ":ttl": {"N": str(now + self._ttl_seconds)},
-                },
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            response = self._client.batch_execute_statement(
+                Statements=[
+                    {
+                        "Statement": statement,
+                        # In the statement's order: SET status, sent_at, ttl; WHERE event_id, status, payload_sha256.
+                        "Parameters": [
+                            sent,
+                            at,
+                            expires,
+                            {"S": notification.event_id},
+                            pending,
+                            {"S": notification.payload_sha256},
+                        ],
+                        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                    }
+                    for notification in notifications
+                ]
             )
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") == _CONDITION_FAILED:
-                # No longer pending with this content: sent by another delivery, gone, or another content.
-                existing: Mapping[str, Any] = exc.response.get("Item") or {}  # type: ignore[assignment]
-                return _value(existing, "payload_sha256") in (None, notification.payload_sha256)
-            raise _translate(exc, "the sent mark") from exc
+            raise _translate(exc, "the sent marks") from exc
         except BotoCoreError as exc:
             raise StoreUnavailableError(f"DynamoDB unreachable: {exc}") from exc
-        return True
+        answers = response.get("Responses", [])
+        if len(answers) != len(notifications):
+            raise StoreUnavailableError(f"BatchExecuteStatement answered {len(answers)} of {len(notifications)} marks")
+        return [_mark_result(notification, answer) for notification, answer in zip(notifications, answers, strict=True)]
 
-    def mark_sent_batch(self, notifications: Sequence[Notification]) -> list[bool]:
-        """:meth:`mark_sent` for each notification, one call after the other (for the reconciler).
 
-        Returns:
-            One flag per input, in order, as :meth:`mark_sent`'s; False also for a mark whose call
-            failed after the first.
-
-        Raises:
-            StoreUnavailableError: the first call failed; the others are not tried (nothing is marked).
-        """
-        flags: list[bool] = []
-        for position, notification in enumerate(notifications):
-            try:
-                flags.append(self.mark_sent(notification))
-            except StoreUnavailableError:
-                if position == 0:
-                    raise
-                flags.append(False)
-        return flags
+def _mark_result(notification: Notification, answer: Mapping[str, Any]) -> MarkResult:
+    """One statement's answer as the mark's result (see :meth:`OrderStore.mark_sent_batch`)."""
+    error = answer.get("Error")
+    if not error:
+        return MarkResult(notification, None)
+    code, message = str(error.get("Code", "")), str(error.get("Message", ""))
+    if code == _STATEMENT_CONDITION_FAILED:
+        # No longer pending with this content: sent by another delivery (same content), gone, or another content.
+        existing: Mapping[str, Any] = error.get("Item") or {}
+        if _value(existing, PAYLOAD_SHA256_ATTRIBUTE) in (None, notification.payload_sha256):
+            return MarkResult(notification, None)
+        return MarkResult(notification, STILL_PENDING_OTHER_CONTENT)
+    if code == _STATEMENT_INVALID:
+        return MarkResult(notification, f"RejectedByStoreError: DynamoDB rejected the sent mark: {code}: {message}")
+    # ThrottlingError, ProvisionedThroughputExceeded, RequestLimitExceeded, InternalServerError,
+    # TransactionConflict, AccessDenied, ResourceNotFound, ...: this record is still pending; a retry may succeed.
+    return MarkResult(notification, f"StoreUnavailableError: DynamoDB failed the sent mark: {code}: {message}")

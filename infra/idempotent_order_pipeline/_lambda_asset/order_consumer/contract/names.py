@@ -33,11 +33,12 @@ SENT_AT_ATTRIBUTE = "sent_at"
 #: The table's TTL attribute (a reserved word too): set by the sent mark, never on a pending record.
 TTL_ATTRIBUTE = "ttl"
 
-# Every attribute an UpdateItem names (its key, its update and its condition), per call: the
-# construct allows the functions' UpdateItem on exactly these (``dynamodb:Attributes``), and
-# tests/infra/test_write_permissions.py checks every UpdateItem the consumer and the reconciler
-# make against the synthesized policies. A new attribute in an expression goes here first.
-#: The sent mark (``OrderStore.mark_sent``; consumer and reconciler).
+# Every attribute an UpdateItem or a PartiQL UPDATE names (its key, its update and its condition), per
+# call: the construct allows the functions' UpdateItem and PartiQLUpdate on exactly these
+# (``dynamodb:Attributes``), and tests/infra/test_write_permissions.py checks every update the consumer
+# and the reconciler make against the synthesized policies. A new attribute in an expression or a
+# statement goes here first.
+#: The sent mark (``OrderStore.mark_sent_batch``'s PartiQL UPDATE; consumer and reconciler).
 MARK_SENT_ATTRIBUTES = (
     EVENT_ID_ATTRIBUTE,
     STATUS_ATTRIBUTE,
@@ -63,14 +64,16 @@ KEY_ATTRIBUTES = (EVENT_ID_ATTRIBUTE, PENDING_SHARD_ATTRIBUTE, PENDING_SINCE_ATT
 
 
 def updated_attributes(*calls: tuple[str, ...]) -> tuple[str, ...]:
-    """What a role whose UpdateItems are ``calls`` may name: their attributes and the key attributes, once each."""
+    """What a role whose updates are ``calls`` may name: their attributes and the key attributes, once each."""
     return tuple(dict.fromkeys(name for call in (*calls, KEY_ATTRIBUTES) for name in call))
 
 
-#: The consumer's UpdateItems: the sent mark, the adoption of an earlier version's pending record.
-CONSUMER_UPDATE_ATTRIBUTES = updated_attributes(MARK_SENT_ATTRIBUTES, ADOPT_PENDING_ATTRIBUTES)
-#: The reconciler's UpdateItems: the sent mark, the release of a sent record still indexed.
-RECONCILER_UPDATE_ATTRIBUTES = updated_attributes(MARK_SENT_ATTRIBUTES, RELEASE_SENT_ATTRIBUTES)
+#: The sent marks' PartiQL UPDATEs (``dynamodb:PartiQLUpdate``; the consumer and the reconciler).
+MARK_STATEMENT_ATTRIBUTES = updated_attributes(MARK_SENT_ATTRIBUTES)
+#: The consumer's UpdateItems: the adoption of an earlier version's pending record.
+CONSUMER_UPDATE_ATTRIBUTES = updated_attributes(ADOPT_PENDING_ATTRIBUTES)
+#: The reconciler's UpdateItems: the release of a sent record still indexed.
+RECONCILER_UPDATE_ATTRIBUTES = updated_attributes(RELEASE_SENT_ATTRIBUTES)
 
 # --- the functions' environment, set by the construct ------------------------------------------------
 

@@ -1,0 +1,61 @@
+"""The AWS calls a batch costs, counted where botocore sends them (a contract: issue 32's budget).
+
+Each call is counted by a ``before-call`` hook on the very clients the handler is given, so a call
+made through any path (the pipeline, a retry inside botocore excluded: a retry is the same call) is
+seen. Counts only, never times: speed belongs to ``make bench``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from tests.consumer.harness import World, seed, sqs_record
+
+#: At most this many AWS calls for a batch of 10 new orders: 10 transactions, 1 PublishBatch, 1 call of marks.
+CALLS_PER_BATCH_OF_TEN = 12
+
+
+def count_calls(world: World) -> Counter[str]:
+    """Every call the world's clients send from now on, by operation name (botocore's boundary)."""
+    counted: Counter[str] = Counter()
+
+    def before_call(model: Any, **_: Any) -> None:
+        counted[model.name] += 1
+
+    for client in (world.dynamodb, world.sns, world.sqs):
+        client.meta.events.register("before-call", before_call)
+    return counted
+
+
+@pytest.mark.parametrize("fifo", [False, True], ids=["standard", "fifo"])
+def test_a_batch_of_ten_new_orders_costs_at_most_twelve_calls(make_world: Any, fifo: bool) -> None:
+    # GIVEN ten new orders (on a FIFO pipeline: two message groups)
+    world = make_world(fifo=fifo)
+    records = [
+        sqs_record({"order_id": f"o-{i}", "event_id": f"evt-{i}"}, **({"group": f"g-{i % 2}"} if fifo else {}))
+        for i in range(10)
+    ]
+    calls = count_calls(world)
+    # WHEN they are delivered in one batch
+    assert world.invoke(records) == {"batchItemFailures": []}
+    # THEN botocore sent ten transactions, one PublishBatch and one BatchExecuteStatement of the ten marks
+    assert calls == {"TransactWriteItems": 10, "PublishBatch": 1, "BatchExecuteStatement": 1}
+    assert sum(calls.values()) <= CALLS_PER_BATCH_OF_TEN
+    # AND every record is sent
+    assert {r["status"] for r in world.event_records().values()} == {"sent"}
+
+
+def test_a_batch_of_ten_duplicates_costs_one_call_each(world: World) -> None:
+    # GIVEN ten orders already sent
+    for i in range(10):
+        seed(world, {"order_id": f"o-{i}"}, status="sent", event_id=f"evt-{i}")
+    calls = count_calls(world)
+    # WHEN they are delivered again
+    assert world.invoke([sqs_record({"order_id": f"o-{i}", "event_id": f"evt-{i}"}) for i in range(10)]) == {
+        "batchItemFailures": []
+    }
+    # THEN one transaction each, nothing else
+    assert calls == {"TransactWriteItems": 10}
