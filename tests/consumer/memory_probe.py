@@ -66,15 +66,24 @@ BODIES: dict[str, Callable[[], str]] = {
 
 
 def _transport(dynamodb: Any) -> None:
-    """Answer every DynamoDB call with an empty success, after botocore serialized it."""
+    """Answer every DynamoDB call with an empty success, after botocore serialized it (a
+    ``BatchExecuteStatement`` with one empty response per statement, as DynamoDB answers one that succeeded)."""
     from botocore.awsrequest import AWSResponse
 
     class _Raw:
+        def __init__(self, body: bytes) -> None:
+            self._body = body
+
         def stream(self, **_: Any) -> Any:
-            yield b"{}"
+            yield self._body
 
     def answer(request: Any, **_: Any) -> AWSResponse:
-        return AWSResponse(request.url, 200, {}, _Raw())
+        body = b"{}"
+        target = request.headers.get("X-Amz-Target", b"")
+        if (target.decode() if isinstance(target, bytes) else target).endswith(".BatchExecuteStatement"):
+            statements = json.loads(request.body)["Statements"]
+            body = json.dumps({"Responses": [{} for _ in statements]}).encode()
+        return AWSResponse(request.url, 200, {}, _Raw(body))
 
     dynamodb.meta.events.register("before-send.dynamodb", answer)
 

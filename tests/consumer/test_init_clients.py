@@ -22,6 +22,9 @@ ROOT = Path(__file__).resolve().parents[2]
 WITH_MOTO = """
 import json, os
 from moto import mock_aws
+from idempotent_order_pipeline.sandbox import moto_patches
+
+moto_patches.apply_partiql_fix()  # the sent marks are PartiQL statements (tests/conftest.py)
 
 with mock_aws():
     import boto3

@@ -339,13 +339,16 @@ CONSUMER_FROM_ASSET = textwrap.dedent(
     import os
     import sys
 
-    sys.modules["jsonschema"] = None  # any import of it fails: the asset must not need it
+    import boto3
+    from moto import mock_aws
+
+    from idempotent_order_pipeline.sandbox import moto_patches
+
+    moto_patches.apply_partiql_fix()  # the sent marks are PartiQL statements, which moto alone mis-answers
+    sys.modules["jsonschema"] = None  # any import of it from here fails: the asset must not need it
     asset, variables = sys.argv[1], json.loads(sys.argv[2])
     sys.path.insert(0, asset)
     os.environ.update(AWS_DEFAULT_REGION="eu-west-1", AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="x")
-
-    import boto3
-    from moto import mock_aws
 
     with mock_aws():
         dynamodb, sns, sqs = boto3.client("dynamodb"), boto3.client("sns"), boto3.client("sqs")
