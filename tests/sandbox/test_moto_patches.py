@@ -32,6 +32,7 @@ from idempotent_order_pipeline.sandbox.deploy import (
     publish_powertools_parameter,
     run_cdk,
 )
+from idempotent_order_pipeline.sandbox.moto_stack_resources import is_skipped_physical_id
 from idempotent_order_pipeline.sandbox.server import SandboxServerProcess
 
 ACCOUNT = "123456789012"
@@ -631,13 +632,20 @@ def test_monitoring_and_policy_types_are_skipped_and_the_stack_deploys(cfn: Any)
     template: dict[str, Any] = {"Resources": {"Queue": {"Type": "AWS::SQS::Queue"}}}
     for index, resource_type in enumerate(sorted(moto_cloudformation.SKIPPABLE_TYPES)):
         template["Resources"][f"Skipped{index}"] = {"Type": resource_type, "Properties": {}}
-    # WHEN it is deployed  THEN it is created, and only the queue exists
+    # WHEN it is deployed  THEN it is created
     assert _deploy(cfn, "Monitored", template) == "CREATE_COMPLETE"
-    created = [
-        r["LogicalResourceId"] for r in cfn.list_stack_resources(StackName="Monitored")["StackResourceSummaries"]
-    ]
-    assert "Queue" in created
-    assert not any(name.startswith("Skipped") for name in created)
+    summaries = cfn.list_stack_resources(StackName="Monitored")["StackResourceSummaries"]
+    listed = {r["LogicalResourceId"]: r for r in summaries}
+    # AND every resource is listed, as CloudFormation lists them; the skipped ones under the
+    # stand-in's placeholder physical id, with a reason saying that nothing was created
+    assert set(listed) == set(template["Resources"])
+    assert not is_skipped_physical_id(listed["Queue"]["PhysicalResourceId"])
+    skipped = [r for name, r in listed.items() if name.startswith("Skipped")]
+    assert len(skipped) == len(moto_cloudformation.SKIPPABLE_TYPES)
+    assert all(is_skipped_physical_id(r["PhysicalResourceId"]) for r in skipped)
+    assert all(r["ResourceStatusReason"].startswith("Skipped by the local stand-in") for r in skipped)
+    # AND nothing of them exists: no alarm was made
+    assert boto3.client("cloudwatch", region_name=REGION).describe_alarms()["MetricAlarms"] == []
 
 
 MAPPED = {
