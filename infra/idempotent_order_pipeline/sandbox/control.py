@@ -147,7 +147,7 @@ def _locked(state_dir: StateDir) -> Iterator[None]:
 
 def _package_root_path() -> str:
     """``PYTHONPATH`` with the directory holding this package first (a source checkout; harmless installed)."""
-    root = str(Path(__file__).resolve().parents[1])
+    root = str(Path(__file__).resolve().parents[2])
     existing = os.environ.get("PYTHONPATH")
     return root if not existing else os.pathsep.join([root, existing])
 

@@ -31,7 +31,7 @@ from idempotent_order_pipeline.sandbox.moto_stack_resources import is_skipped_ph
 from idempotent_order_pipeline.sandbox.server import ACCOUNT, Endpoint
 
 #: The repository root (this package lives in ``infra/idempotent_order_pipeline/sandbox``).
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 #: Working files of the sandbox (git-ignored): the layer zip cache, and one directory per run.
 WORK_DIR = REPO_ROOT / ".sandbox"
 #: The CDK CLI pinned in package.json (``npm ci`` installs it; ``npx`` would look in the cwd only).
