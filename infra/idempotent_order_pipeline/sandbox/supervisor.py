@@ -5,7 +5,8 @@ what is deployed, the way Lambda's control plane would:
 
 * every SQS event source mapping (``ListEventSourceMappings``) that is enabled gets a
   :class:`MappingWorker`: the function's code (the zip ``cdk deploy`` uploaded, unpacked once per
-  ``CodeSha256``), its layers, ``concurrency`` execution environments
+  ``CodeSha256``), its layers, the interpreter of its runtime (:class:`~.runtimes.Runtimes`: the
+  runtime's own Python when this machine has one), ``concurrency`` execution environments
   (:class:`~.lambda_runtime.FunctionProcess`) and a poller (:class:`~.poller.SqsPoller`) with the
   mapping's own batch size, batching window and ``ReportBatchItemFailures``;
 * every enabled EventBridge rule with a ``rate(...)`` schedule whose target is a function gets a
