@@ -166,8 +166,9 @@ def test_a_chroot_binds_every_directory_the_function_reads_at_its_own_path(tmp_p
     # THEN it runs in a private mount namespace, binds each outermost directory once, then chroots
     assert command[:5] == ["unshare", "--mount", "--propagation", "private", "sh"]
     root_at = command.index("/cache/python3.14-sid")
-    count = int(command[root_at + 1])
-    bound = command[root_at + 2 : root_at + 2 + count]
+    assert command[root_at + 1] == "512m"  # its private /tmp: Lambda's default ephemeral storage
+    count = int(command[root_at + 2])
+    bound = command[root_at + 3 : root_at + 3 + count]
     assert bound[:2] == ["/sdk", str(tmp_path / "task")] or set(bound) >= {"/sdk", str(tmp_path / "task")}
     assert str(tmp_path / "task" / "layer") not in bound
     assert command[-3:] == ["env", f"--chdir={tmp_path / 'task'}", "/usr/bin/python3.14"]

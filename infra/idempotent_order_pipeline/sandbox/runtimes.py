@@ -11,8 +11,9 @@ a runtime ``pythonX.Y`` it takes the first interpreter of X.Y found here:
    debootstrapped Debian, say). The function then runs in it through ``unshare --mount`` and
    ``chroot`` (root only), in a private mount namespace where every directory it reads (its code,
    its layers, the SDK, the stand-in's runtime script) is bound read-only at the same path, with
-   ``/proc``, ``/dev`` and the host's ``/etc/hosts``; the mounts go with the process. Each bound path
-   leaves an empty directory (its mount point) in ``DIR``;
+   ``/proc``, ``/dev``, the host's ``/etc/hosts`` and a private 512 MB ``/tmp`` (Lambda's default
+   ephemeral storage); the mounts go with the process. A bound path outside ``/tmp`` leaves an empty
+   directory (its mount point) in ``DIR``;
 4. ``pythonX.Y`` on ``PATH`` (a pyenv shim counts when it runs: it is followed to its interpreter);
 5. pyenv's newest ``X.Y.*`` (``$PYENV_ROOT``, default ``~/.pyenv``).
 
@@ -55,6 +56,8 @@ CHROOT_VARIABLE = "ORDER_PIPELINE_SANDBOX_CHROOT"
 SDK_DISTRIBUTION = "boto3"
 #: How long an interpreter may take to say its version (a cold pyenv shim, a chroot's first start).
 PROBE_TIMEOUT_SECONDS = 30.0
+#: The size of the private ``/tmp`` a function gets in a chroot: Lambda's default ephemeral storage (MB).
+LAMBDA_TMP_MB = 512
 #: The host files a chroot's function reads as the host's (the endpoint is ``localhost``).
 CHROOT_HOST_FILES = ("/etc/hosts",)
 
@@ -62,8 +65,9 @@ _RUNTIME = re.compile(r"python(\d+)\.(\d+)")
 _PROBE = "import sys; print(sys.version_info[0], sys.version_info[1], sys.executable)"
 #: Run by ``sh -c`` in a private mount namespace: ``root count dir... -- command...``.
 _CHROOT_SCRIPT = r"""
-root="$1"; count="$2"; shift 2
+root="$1"; tmp_size="$2"; count="$3"; shift 3
 mount -t proc proc "$root/proc" && mount --rbind /dev "$root/dev" || exit 125
+mount -t tmpfs -o size="$tmp_size" tmpfs "$root/tmp" || exit 125
 while [ "$count" -gt 0 ]; do
   if [ -d "$1" ]; then mkdir -p "$root$1"; else mkdir -p "$root$(dirname "$1")" && touch "$root$1"; fi
   mount --bind -o ro "$1" "$root$1" || exit 125
@@ -122,6 +126,7 @@ class Interpreter:
             _CHROOT_SCRIPT,
             "sh",
             self.chroot,
+            f"{LAMBDA_TMP_MB}m",
             str(len(paths)),
             *paths,
             *chdir,
