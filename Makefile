@@ -18,6 +18,16 @@ export PYTHONDONTWRITEBYTECODE := 1
 export CDK_DISABLE_VERSION_CHECK := 1
 export CDK_CLI_NOTICES := false
 export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
+# The stand-in runs each function on the Python its runtime names when it finds one (docs/sandbox.md):
+# make demo and the e2e tests use the python3.14 of make test-runtime, RUNTIME_PYTHON when given, else
+# its cached Debian sid chroot (run as root). Without either they say that the functions ran on 3.11.
+RUNTIME_CHROOT := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/idempotent-order-pipeline/python3.14-sid
+ifdef RUNTIME_PYTHON
+export ORDER_PIPELINE_SANDBOX_PYTHON_3_14 ?= $(RUNTIME_PYTHON)
+endif
+ifneq ($(wildcard $(RUNTIME_CHROOT)/.ready),)
+export ORDER_PIPELINE_SANDBOX_CHROOT ?= $(RUNTIME_CHROOT)
+endif
 STAMP := $(VENV)/.stamp-installed
 # checkov pins dependencies (boto3, ...) that clash with the test stack's: a virtualenv of its own.
 CHECKOV_VENV := .venv-checkov

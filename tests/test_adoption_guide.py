@@ -182,10 +182,13 @@ def test_use_it_in_your_own_app_works_as_written_from_the_wheel(tmp_path: Path) 
 
         # WHEN the stand-in starts and the app is deployed onto it
         deployed = run_block(deploy, shop, env)
-        # THEN start's last line was the env file the next line sources
-        start_lines = deployed.stdout.split("\n", 3)
-        assert start_lines[0].startswith("started: http://localhost:"), deployed.stdout
-        assert start_lines[3].splitlines()[0] == str(shop / ".order-pipeline-sandbox" / "sandbox.env")
+        # THEN start's last line was the env file the next line sources, after the interpreter of each
+        # Python runtime (python3.14's: one found here, or the stand-in's own and why)
+        lines = deployed.stdout.splitlines()
+        assert lines[0].startswith("started: http://localhost:"), deployed.stdout
+        env_at = lines.index(str(shop / ".order-pipeline-sandbox" / "sandbox.env"))
+        assert all(line.startswith(("log: ", "runtime python3.", "next: ")) for line in lines[1:env_at]), lines
+        assert [line for line in lines[1:env_at] if line.startswith("runtime python3.14: ")], lines
         # AND the terminal keeps what the block sourced, as the next blocks expect
         exported = (shop / ".order-pipeline-sandbox" / "sandbox.env").read_text().splitlines()
         env |= {
@@ -240,6 +243,12 @@ def test_use_it_in_your_own_app_works_as_written_from_the_wheel(tmp_path: Path) 
         assert [mapping["fifo"] for mapping in status["mappings"]].count(True) == 1
         assert [schedule["every_seconds"] for schedule in status["schedules"]] == [300, 300]
         assert status["problems"] == []
+        # AND it names, for each function, its runtime and the interpreter that runs it
+        workers = [*status["mappings"], *status["schedules"]]
+        assert all(
+            worker["interpreter"]["line"].startswith(f"function {worker['function']} ({worker['runtime']}) runs on ")
+            for worker in workers
+        ), workers
 
         # WHEN the acceptance traffic is sent with the CLI to both pipelines and the stand-in settles
         lines, first, conflicting, invalid = acceptance_orders(seed=22)

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from boto3.dynamodb.types import TypeDeserializer
 
-from idempotent_order_pipeline.sandbox.demo import ChaosOptions, Sandbox, SandboxOptions, run_chaos
+from idempotent_order_pipeline.sandbox.demo import ChaosOptions, Sandbox, SandboxOptions, describe, run_chaos
 from idempotent_order_pipeline.sandbox.outage import run_sns_outage
 from idempotent_order_pipeline.sandbox.traffic import ACCEPTED_KINDS
 
@@ -70,6 +70,15 @@ def test_chaos_run_on_the_deployed_stack_keeps_every_invariant(tmp_path: Path) -
         # THEN the function failed in no other way than the crashes injected into it
         assert run.stats.unexpected_errors == []
         assert run.stats.crashes_injected >= 2
+        # AND the stand-in says which Python ran each deployed function (the consumer, the fulfilment
+        # subscriber, the reconciler: all python3.14): python3.14 where this machine has one, else its
+        # own interpreter and why
+        interpreters = describe(sandbox)["interpreters"]
+        assert len(interpreters) == 3
+        assert {found["runtime"] for found in interpreters} == {"python3.14"}
+        [consumer] = [found for found in interpreters if f"function {sandbox.function.name} " in found["line"]]
+        assert consumer["line"].startswith(f"function {sandbox.function.name} (python3.14) runs on python")
+        assert consumer["matches"] == (consumer["python"] == "3.14")
         # AND it ran from the deployed asset, not from the repository
         sources = {Path(str(environment["handler_from"])) for environment in run.stats.environments}
         assert sources

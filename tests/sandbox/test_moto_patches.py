@@ -11,6 +11,7 @@ import json
 import re
 import time
 import zipfile
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,9 @@ from idempotent_order_pipeline.sandbox.deploy import (
     publish_powertools_parameter,
     run_cdk,
 )
+from idempotent_order_pipeline.sandbox.moto_stack_resources import is_skipped_physical_id
 from idempotent_order_pipeline.sandbox.server import SandboxServerProcess
+from tests.sandbox.cfn_shapes import DEPLOYED_RESOURCE_STATUSES, shape_problems
 
 ACCOUNT = "123456789012"
 REGION = "eu-west-1"
@@ -631,13 +634,20 @@ def test_monitoring_and_policy_types_are_skipped_and_the_stack_deploys(cfn: Any)
     template: dict[str, Any] = {"Resources": {"Queue": {"Type": "AWS::SQS::Queue"}}}
     for index, resource_type in enumerate(sorted(moto_cloudformation.SKIPPABLE_TYPES)):
         template["Resources"][f"Skipped{index}"] = {"Type": resource_type, "Properties": {}}
-    # WHEN it is deployed  THEN it is created, and only the queue exists
+    # WHEN it is deployed  THEN it is created
     assert _deploy(cfn, "Monitored", template) == "CREATE_COMPLETE"
-    created = [
-        r["LogicalResourceId"] for r in cfn.list_stack_resources(StackName="Monitored")["StackResourceSummaries"]
-    ]
-    assert "Queue" in created
-    assert not any(name.startswith("Skipped") for name in created)
+    summaries = cfn.list_stack_resources(StackName="Monitored")["StackResourceSummaries"]
+    listed = {r["LogicalResourceId"]: r for r in summaries}
+    # AND every resource is listed, as CloudFormation lists them; the skipped ones under the
+    # stand-in's placeholder physical id, with a reason saying that nothing was created
+    assert set(listed) == set(template["Resources"])
+    assert not is_skipped_physical_id(listed["Queue"]["PhysicalResourceId"])
+    skipped = [r for name, r in listed.items() if name.startswith("Skipped")]
+    assert len(skipped) == len(moto_cloudformation.SKIPPABLE_TYPES)
+    assert all(is_skipped_physical_id(r["PhysicalResourceId"]) for r in skipped)
+    assert all(r["ResourceStatusReason"].startswith("Skipped by the local stand-in") for r in skipped)
+    # AND nothing of them exists: no alarm was made
+    assert boto3.client("cloudwatch", region_name=REGION).describe_alarms()["MetricAlarms"] == []
 
 
 MAPPED = {
@@ -741,6 +751,67 @@ def _cdk_deploy(endpoint: Any, work_dir: Path, stacks: list[str], *context: str)
     return run_cdk(endpoint, args, app_dir=CFN_APP, log_path=work_dir / "cdk.log")
 
 
+def _read_api_problems(
+    endpoint: Any, stack: str, template: dict[str, Any], since: datetime.datetime, until: datetime.datetime
+) -> list[str]:
+    """What CloudFormation's read APIs say of a freshly created stack that AWS would not.
+
+    Each answer against botocore's model (tests/sandbox/cfn_shapes.py); every template resource
+    listed once by each API, CREATE_COMPLETE between ``since`` and ``until``, with one event; the
+    physical ids of queues, tables and functions naming what exists; the template as deployed.
+    """
+    cloudformation = endpoint.client("cloudformation")
+    answers = {
+        "DescribeStackResources": cloudformation.describe_stack_resources(StackName=stack),
+        "ListStackResources": cloudformation.list_stack_resources(StackName=stack),
+        "DescribeStacks": cloudformation.describe_stacks(StackName=stack),
+        "GetTemplate": cloudformation.get_template(StackName=stack),
+        "DescribeStackEvents": cloudformation.describe_stack_events(StackName=stack),
+    }
+    declared = {logical_id for logical_id, resource in template["Resources"].items() if "Condition" not in resource}
+    for logical_id in sorted(declared):
+        answers[f"DescribeStackResource {logical_id}"] = cloudformation.describe_stack_resource(
+            StackName=stack, LogicalResourceId=logical_id
+        )
+    problems = [f"{stack}: {p}" for name, answer in answers.items() for p in shape_problems(name.split()[0], answer)]
+    resources = answers["DescribeStackResources"]["StackResources"]
+    summaries = answers["ListStackResources"]["StackResourceSummaries"]
+    events = [
+        event
+        for event in answers["DescribeStackEvents"]["StackEvents"]
+        if event["ResourceType"] != "AWS::CloudFormation::Stack"
+    ]
+    for name, listed in (("DescribeStackResources", resources), ("ListStackResources", summaries), ("events", events)):
+        found = Counter(str(entry.get("LogicalResourceId")) for entry in listed)
+        if not declared <= set(found) or any(count != 1 for count in found.values()):
+            problems.append(f"{stack}: {name} lists {dict(found)}, the template declares {sorted(declared)}")
+    for resource in [*resources, *summaries, *events]:
+        status = resource.get("ResourceStatus")
+        stamp = resource.get("Timestamp") or resource.get("LastUpdatedTimestamp")
+        if status not in DEPLOYED_RESOURCE_STATUSES or not (stamp and since <= stamp <= until):
+            problems.append(f"{stack}: {resource.get('LogicalResourceId')} is {status} at {stamp}")
+    [described] = answers["DescribeStacks"]["Stacks"]
+    if described["StackStatus"] != "CREATE_COMPLETE" or not since <= described["CreationTime"] <= until:
+        problems.append(f"{stack}: the stack is {described['StackStatus']}, created {described['CreationTime']}")
+    if {output["OutputKey"] for output in described.get("Outputs", [])} != set(template.get("Outputs", {})):
+        problems.append(f"{stack}: outputs {described.get('Outputs')} for {sorted(template.get('Outputs', {}))}")
+    if answers["GetTemplate"]["TemplateBody"] != template:
+        problems.append(f"{stack}: GetTemplate is not the template deployed")
+    # A queue's physical id is its URL as AWS names it (sqs.<region>.amazonaws.com); the endpoint lists its own host.
+    queues = {url.rsplit("/", 1)[1] for url in endpoint.client("sqs").list_queues().get("QueueUrls", [])}
+    tables = set(endpoint.client("dynamodb").list_tables()["TableNames"])
+    functions = {f["FunctionName"] for f in endpoint.client("lambda").list_functions()["Functions"]}
+    existing = {"AWS::SQS::Queue": queues, "AWS::DynamoDB::Table": tables, "AWS::Lambda::Function": functions}
+    for resource in resources:
+        physical = str(resource["PhysicalResourceId"])
+        named = physical.rsplit("/", 1)[1] if resource["ResourceType"] == "AWS::SQS::Queue" else physical
+        if resource["ResourceType"] in existing and named not in existing[resource["ResourceType"]]:
+            problems.append(
+                f"{stack}: {resource['LogicalResourceId']}'s {resource['PhysicalResourceId']} does not exist"
+            )
+    return problems
+
+
 @pytest.mark.e2e
 @pytest.mark.slow
 def test_cdk_deploy_of_fifo_cross_stack_and_a_failed_then_corrected_deploy(tmp_path: Path) -> None:
@@ -752,6 +823,7 @@ def test_cdk_deploy_of_fifo_cross_stack_and_a_failed_then_corrected_deploy(tmp_p
         cloudformation = endpoint.client("cloudformation")
 
         # WHEN a standard and a FIFO pipeline are deployed with plain cdk deploy
+        deployed_since = datetime.datetime.now(datetime.UTC)
         _cdk_deploy(endpoint, tmp_path, ["Orders", "Payments"])
         # THEN both are created, the FIFO queues with generated .fifo names
         sqs = endpoint.client("sqs")
@@ -776,6 +848,11 @@ def test_cdk_deploy_of_fifo_cross_stack_and_a_failed_then_corrected_deploy(tmp_p
         # THEN it is created (the CLI replaced the rolled-back stack), promptly, not after a 10-minute wait
         assert time.monotonic() - started < CDK_TIMEOUT_SECONDS / 2
         assert cloudformation.describe_stacks(StackName="Subscriber")["Stacks"][0]["StackStatus"] == "CREATE_COMPLETE"
+        # AND CloudFormation's read APIs describe all three stacks in AWS's shape, with this deploy's times
+        deployed_by = datetime.datetime.now(datetime.UTC)
+        for stack in ("Orders", "Payments", "Subscriber"):
+            template = json.loads((tmp_path / "cdk.out" / f"{stack}.template.json").read_text())
+            assert _read_api_problems(endpoint, stack, template, deployed_since, deployed_by) == []
         # AND it subscribed to the orders topic through the export: a message published reaches it
         [export] = [e for e in cloudformation.list_exports()["Exports"] if e["Name"].startswith("Orders:")]
         endpoint.client("sns").publish(TopicArn=export["Value"], Message="order 1")

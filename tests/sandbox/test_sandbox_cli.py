@@ -17,7 +17,8 @@ import pytest
 from click.testing import CliRunner
 
 from idempotent_order_pipeline.cli import cli
-from idempotent_order_pipeline.sandbox.deploy import CDK_CLI, DeployError, find_cdk_cli
+from idempotent_order_pipeline.sandbox import brownfield, control
+from idempotent_order_pipeline.sandbox.deploy import CDK_CLI, REPO_ROOT, DeployError, find_cdk_cli
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -105,3 +106,18 @@ def test_start_twice_status_stop(tmp_path: Path) -> None:
         os.kill(pid, 0)
     assert not env_file.exists()
     assert order_pipeline("sandbox", "status", cwd=tmp_path).returncode == 1
+
+
+def test_the_stand_in_finds_this_checkouts_app_cli_and_package() -> None:
+    # GIVEN the stand-in's package in this checkout (infra/idempotent_order_pipeline/sandbox)
+    # WHEN it locates the repository, the pinned CDK CLI and the root it puts on the stand-in's PYTHONPATH
+    package_root = Path(control._package_root_path().split(os.pathsep)[0])
+    brownfield_root = (brownfield.APP_DIR / "app.py").read_text()
+    # THEN they are this checkout's root, its node_modules' CLI, and infra/ (which holds the package)
+    assert REPO_ROOT == REPO
+    assert CDK_CLI == REPO / "node_modules" / ".bin" / "cdk"
+    assert package_root == REPO / "infra"
+    assert (package_root / "idempotent_order_pipeline" / "__init__.py").exists()
+    # AND the brownfield app puts that same directory first on its path
+    assert "parents[3]" in brownfield_root
+    assert Path(brownfield.APP_DIR / "app.py").resolve().parents[3] == REPO / "infra"

@@ -227,7 +227,8 @@ def test_a_scheduled_rule_invokes_its_function_and_a_cron_rule_is_reported(endpo
         assert [problem for problem in supervisor.status()["problems"] if "nightly" in problem and "cron" in problem]
         # WHEN its period passes (shortened for the test)
         worker.stop()
-        fast = ScheduleWorker(endpoint, worker.rule_arn, 1, None, worker.function, tmp_path, lambda _: None)
+        runtime = supervisor.runtimes.for_runtime(worker.function.runtime)
+        fast = ScheduleWorker(endpoint, worker.rule_arn, 1, None, worker.function, tmp_path, lambda _: None, runtime)
         try:
             message = _until(lambda: sqs.receive_message(QueueUrl=out).get("Messages"), supervisor, timeout=30)
         finally:

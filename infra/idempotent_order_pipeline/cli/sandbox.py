@@ -104,6 +104,11 @@ def start(ctx: click.Context, cdk: str | None, concurrency: int, visibility_time
     verb = "started" if started else "already running"
     echo(f"{verb}: {stand_in.endpoint_url} (region {stand_in.region}, pid {stand_in.pid})")
     echo(f"log: {state.log_file} (functions: {state.logs_dir}/<function>-<n>.log)")
+    # Which interpreter runs each runtime's functions, and for a stand-in already running, each function's.
+    for runtime in stand_in.runtimes:
+        echo(str(runtime["summary"]))
+    for line in _interpreter_lines(stand_in.status()):
+        echo(line)
     echo(f"next: source {state.env_file}; cdk deploy; order-pipeline send ...")
     echo(str(state.env_file))
 
@@ -136,7 +141,8 @@ def status(ctx: click.Context, as_json: bool) -> None:
         echo(json.dumps(document))
         return
     echo(f"running: {stand_in.endpoint_url} (region {stand_in.region}, pid {stand_in.pid})")
-    echo(f"env file: {state.env_file}\nlog: {state.log_file}")
+    echo(f"env file: {state.env_file}")
+    echo(f"log: {state.log_file}")
     for mapping in live.get("mappings", []):
         echo(
             f"  {mapping['function']} <- {mapping['queue']}: batch {mapping['batch_size']}, "
@@ -144,8 +150,16 @@ def status(ctx: click.Context, as_json: bool) -> None:
         )
     for schedule in live.get("schedules", []):
         echo(f"  {schedule['function']} every {schedule['every_seconds']} s: {schedule['invocations']} run(s)")
+    for line in _interpreter_lines(live):
+        echo(f"  {line}")
     for problem in live.get("problems", []):
         echo(f"  cannot run {problem}")
+
+
+def _interpreter_lines(live: dict[str, Any]) -> list[str]:
+    """``function NAME (python3.14) runs on python3.14 (PATH)`` for each function running, once each."""
+    workers = [*live.get("mappings", []), *live.get("schedules", [])]
+    return list(dict.fromkeys(str(worker["interpreter"]["line"]) for worker in workers if "interpreter" in worker))
 
 
 @sandbox.command()

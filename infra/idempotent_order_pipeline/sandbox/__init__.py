@@ -12,10 +12,13 @@ Modules, in the order the stand-in uses them:
 * :mod:`~idempotent_order_pipeline.sandbox.control` - start, inspect and stop the stand-in (its state directory);
 * :mod:`~idempotent_order_pipeline.sandbox.standin` - the background process itself;
 * :mod:`~idempotent_order_pipeline.sandbox.server` - the moto server on ``localhost``, one request at a time;
-* :mod:`~idempotent_order_pipeline.sandbox.moto_patches` - the fixes to moto (reusable by any suite);
+* :mod:`~idempotent_order_pipeline.sandbox.moto_patches` - the fixes to moto (reusable by any suite), with
+  :mod:`~idempotent_order_pipeline.sandbox.moto_cloudformation` and
+  :mod:`~idempotent_order_pipeline.sandbox.moto_stack_resources` (CloudFormation's read APIs in AWS's shape);
 * :mod:`~idempotent_order_pipeline.sandbox.deploy` - Powertools layer, ``cdk bootstrap`` and ``cdk deploy``;
 * :mod:`~idempotent_order_pipeline.sandbox.supervisor` - every SQS mapping and scheduled rule deployed, made live;
 * :mod:`~idempotent_order_pipeline.sandbox.function` - what was deployed: function config, mapping, code asset;
+* :mod:`~idempotent_order_pipeline.sandbox.runtimes` - which Python runs a function of each runtime, and its SDK;
 * :mod:`~idempotent_order_pipeline.sandbox.lambda_runtime` - a process that runs a handler like a Lambda sandbox;
 * :mod:`~idempotent_order_pipeline.sandbox.poller` - the stand-in for the Lambda SQS poller.
 

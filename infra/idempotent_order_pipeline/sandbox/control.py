@@ -8,7 +8,7 @@ it needs and leaves is in its state directory (default ``./.order-pipeline-sandb
 =================  ====================================================================
 ``sandbox.env``    ``export`` lines: dummy credentials, ``AWS_ENDPOINT_URL``, region
 ``sandbox.log``    the stand-in's log: bootstrap, functions started, replaced, stopped
-``state.json``     the stand-in's pid and endpoint, written once it is ready
+``state.json``     the stand-in's pid, endpoint and interpreters, written once it is ready
 ``status.json``    what runs now: mappings, schedules, invocation counts, problems
 ``logs/``          the endpoint's log and each function's output (its CloudWatch Logs)
 =================  ====================================================================
@@ -91,6 +91,9 @@ class Running:
     state: StateDir
     #: The Powertools layer it published (its zip is what the functions' layer directory holds).
     layer: Layer
+    #: For each of Lambda's Python runtimes, the interpreter that runs its functions
+    #: (:meth:`.runtimes.RuntimeChoice.as_dict`; ``summary`` is what ``sandbox start`` prints).
+    runtimes: tuple[dict[str, Any], ...] = ()
 
     def status(self) -> dict[str, Any]:
         """What runs now (the supervisor rewrites it every round); empty before its first round."""
@@ -125,7 +128,12 @@ def running(state_dir: StateDir) -> Running | None:
         arn=str(state["layer"]["arn"]), zip_path=Path(state["layer"]["zip"]), sha256=str(state["layer"]["sha256"])
     )
     return Running(
-        pid=pid, endpoint_url=str(state["endpoint"]), region=str(state["region"]), state=state_dir, layer=layer
+        pid=pid,
+        endpoint_url=str(state["endpoint"]),
+        region=str(state["region"]),
+        state=state_dir,
+        layer=layer,
+        runtimes=tuple(dict(runtime) for runtime in state.get("runtimes", ())),
     )
 
 

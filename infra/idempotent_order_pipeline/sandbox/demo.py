@@ -414,4 +414,15 @@ def describe(sandbox: Sandbox) -> dict[str, Any]:
         "layer": f"{', '.join(layer.arn for layer in sandbox.function.layers) or '-'} (deployed through the stack "
         f"parameter {LAYER_ARN_PARAMETER_ID} = SSM {POWERTOOLS_LAYER_PARAMETER})",
         "skipped": sandbox.deployment.skipped_types,
+        "interpreters": interpreters(sandbox.stand_in.status()),
     }
+
+
+def interpreters(status: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Which interpreter runs each function the stand-in runs (once per function): its status entry."""
+    workers = [*status.get("mappings", []), *status.get("schedules", [])]
+    found: dict[str, dict[str, Any]] = {}
+    for worker in workers:
+        if "interpreter" in worker:
+            found.setdefault(str(worker["function"]), dict(worker["interpreter"]))
+    return [found[name] for name in sorted(found)]

@@ -27,6 +27,7 @@ from typing import Any
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.names import STACK_OUTPUTS
 from idempotent_order_pipeline.powertools import POWERTOOLS_LAYER_PARAMETER
 from idempotent_order_pipeline.sandbox.cdk_cli import cdk_cli_environment
+from idempotent_order_pipeline.sandbox.moto_stack_resources import is_skipped_physical_id
 from idempotent_order_pipeline.sandbox.paths import REPO_ROOT
 from idempotent_order_pipeline.sandbox.server import ACCOUNT, Endpoint
 
@@ -307,11 +308,16 @@ def _stack_name(output_dir: Path, stage: str) -> str:
 
 
 def skipped_resources(endpoint: Endpoint, stack_name: str, template: Mapping[str, Any]) -> list[SkippedResource]:
-    """Template resources the endpoint's CloudFormation does not list as created."""
+    """Template resources the endpoint's CloudFormation did not create: not listed, or listed as skipped
+    (the stand-in's placeholder physical id, :func:`.moto_stack_resources.skipped_physical_id`)."""
     cloudformation = endpoint.client("cloudformation")
     created: set[str] = set()
     for page in cloudformation.get_paginator("list_stack_resources").paginate(StackName=stack_name):
-        created.update(summary["LogicalResourceId"] for summary in page["StackResourceSummaries"])
+        created.update(
+            summary["LogicalResourceId"]
+            for summary in page["StackResourceSummaries"]
+            if not is_skipped_physical_id(str(summary.get("PhysicalResourceId", "")))
+        )
     return [
         SkippedResource(logical_id=logical_id, resource_type=str(resource["Type"]))
         for logical_id, resource in sorted(template.get("Resources", {}).items())

@@ -1,14 +1,17 @@
 """Run the deployed function the way a Lambda execution environment does, in a process of its own.
 
-:class:`FunctionProcess` (used by the poller) starts this file as a script::
+:class:`FunctionProcess` (used by the poller) starts this file as a script, on the interpreter its
+runtime's :class:`~.runtimes.RuntimeChoice` names (python3.14 for a ``python3.14`` function, when
+this machine has one)::
 
-    python -S -P lambda_runtime.py --task DIR [--layer DIR ...] --site-packages DIR --handler H
+    python -S -P lambda_runtime.py --task DIR [--layer DIR ...] --site-packages SDK_DIR --handler H
 
 The child sees what a Lambda sandbox sees and nothing of the repository: ``sys.path`` is the
 function's code directory (``/var/task``), then its layers (``/opt/python``), then the standard
-library and, last, the interpreter's site-packages for boto3 (Lambda's runtime provides it);
-``-S`` skips ``.pth`` files, so the repository's editable install cannot supply a module the asset
-lacks. Its environment is the function's configured variables plus the reserved ones Lambda sets,
+library and, last, the SDK directory (:func:`~.runtimes.build_sdk`: boto3 and its requirements,
+which Lambda's runtime provides, and nothing else of the stand-in's environment); ``-S`` skips
+site-packages and ``.pth`` files, so the repository's editable install cannot supply a module the
+asset lacks. Its environment is the function's configured variables plus the reserved ones Lambda sets,
 with the AWS endpoint and dummy credentials of the sandbox. It imports the handler string at
 start (a cold start), reports ``Runtime.ImportModuleError`` or ``Runtime.HandlerNotFound`` as Lambda
 does, then serves invocations one at a time.
@@ -40,7 +43,6 @@ import queue
 import signal
 import subprocess
 import sys
-import sysconfig
 import threading
 import time
 import traceback
@@ -52,6 +54,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from idempotent_order_pipeline.sandbox.function import DeployedFunction
+    from idempotent_order_pipeline.sandbox.runtimes import FunctionRuntime
     from idempotent_order_pipeline.sandbox.server import Endpoint
 
 #: Lambda's limit for the init phase (import of the handler module).
@@ -128,8 +131,11 @@ class FunctionProcess:
         task_dir: Path,
         layer_dirs: Sequence[Path],
         log_path: Path,
+        runtime: FunctionRuntime,
     ) -> None:
         self.function = function
+        #: The interpreter it runs on and the SDK beside it (:class:`~.runtimes.Runtimes`).
+        self.runtime = runtime
         self._endpoint = endpoint
         self._task_dir = task_dir
         self._layer_dirs = list(layer_dirs)
@@ -141,12 +147,17 @@ class FunctionProcess:
         self.loaded_modules: dict[str, str | None] = {}
 
     def _start(self) -> None:
-        command = [sys.executable, "-S", "-P", str(Path(__file__).resolve())]
+        script = Path(__file__).resolve()
+        sdk_dir = self.runtime.sdk_dir
+        interpreter = self.runtime.choice.interpreter
+        visible = [script.parent, self._task_dir, *self._layer_dirs, sdk_dir]
+        command = interpreter.command(visible, cwd=self._task_dir)
+        # -P (3.11+) keeps the script's directory off sys.path; on 3.10 the child takes it off itself.
+        command += ["-S", *(["-P"] if interpreter.version >= (3, 11) else []), str(script)]
         command += ["--task", str(self._task_dir), "--handler", self.function.handler]
         for layer_dir in self._layer_dirs:
             command += ["--layer", str(layer_dir)]
-        for site_dir in dict.fromkeys((sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"])):
-            command += ["--site-packages", site_dir]
+        command += ["--site-packages", str(sdk_dir)]
         self._log_path.parent.mkdir(parents=True, exist_ok=True)
         with self._log_path.open("a") as log:
             self._process = subprocess.Popen(  # noqa: S603 - our interpreter, our script
@@ -370,6 +381,8 @@ def _child_main(argv: Sequence[str]) -> None:
     # Our answers go to the original stdout; whatever the function prints goes to stderr (the log).
     protocol = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:] = [path for path in sys.path if os.path.abspath(path or ".") != here]
     sys.path[:0] = [args.task, *args.layer]
     sys.path.extend(args.site_packages)
 

@@ -53,6 +53,11 @@ a skipped resource, a refused one) is logged to :data:`LOGGER`, which the server
    ``Content.Location`` (``s3://``), so nothing can read the layer's zip back. Here, as in
    CloudFormation, the physical id (and so ``Ref``) is the layer version's ARN, and a layer version
    whose content came from S3 (a CDK asset) names that object as its location.
+10. **The read APIs in AWS's shape.** ``DescribeStackResources``, ``DescribeStackResource``,
+    ``ListStackResources`` and ``DescribeStackEvents`` answer from a record of each stack's resources
+    (:mod:`.moto_stack_resources`), with their logical and physical ids, types, statuses and the
+    deployment's timestamps, and one event per resource; an update keeps a resource whose model moto
+    cannot update in place (moto dropped it from the stack).
 """
 
 from __future__ import annotations
@@ -73,6 +78,8 @@ from moto.core.responses import ActionResult, EmptyResult
 from moto.dynamodb.models import dynamodb_backends
 from moto.sns.models import sns_backends
 from moto.sqs.models import sqs_backends
+
+from idempotent_order_pipeline.sandbox import moto_stack_resources
 
 #: Where the stand-in says what its CloudFormation did beyond moto (rollbacks, skipped and refused
 #: resources). The server sends it to its log file.
@@ -132,6 +139,7 @@ _ORIGINAL: dict[str, Callable[..., Any]] = {
     "resource_class_from_type": parsing.resource_class_from_type,
     "delete_event_source_mapping": LambdaBackend.delete_event_source_mapping,
     "get_layer_version": LayerVersion.get_layer_version,
+    "add_stack_event": Stack._add_stack_event,
 }
 _lock = threading.Lock()
 
@@ -291,6 +299,8 @@ def _roll_back(
     creating = previous is None
     verb = "create" if creating else "update"
     LOGGER.warning("stack %s: %s failed at %s; rolling back", stack.name, verb, failure, exc_info=failure)
+    # What was created or updated before the failure is recorded (and its events come) first.
+    moto_stack_resources.sync(stack, stack.status, is_skipped_type)
     _add_resource_event(stack, failure, f"{verb.upper()}_FAILED")
     reason = f"The following resource(s) failed to {verb}: [{failure.logical_id}]. Rollback requested by user."
     in_progress = "ROLLBACK_IN_PROGRESS" if creating else "UPDATE_ROLLBACK_IN_PROGRESS"
@@ -429,6 +439,7 @@ def parse_resource_and_generate_name(logical_id: str, resource_json: dict[str, A
     if not parsed:
         return parsed
     resource_class, cleaned, name = parsed
+    moto_stack_resources.remember_generated_name(resources_map, logical_id, name)
     properties = cleaned.get("Properties") or {}
     resource_type = cleaned.get("Type")
     stack_name = str(resources_map["AWS::StackName"])
@@ -488,8 +499,51 @@ def _named_failures(original: Callable[..., Any], verb: str) -> Callable[..., An
     return wrapper
 
 
+def _update_keeping_the_unsupported(
+    logical_id: str, resource_json: dict[str, Any], resources_map: Any, *args: Any, **kwargs: Any
+) -> Any:
+    """moto's ``parse_and_update_resource``; a model moto cannot update in place is kept, not dropped.
+
+    moto returns None for it, and its map then forgets a resource that still exists in its service
+    (no longer listed, never deleted with the stack). The stand-in keeps the model as it was created
+    and says so in the log (the update of that resource's properties is not applied).
+    """
+    updated = _ORIGINAL["parse_and_update_resource"](logical_id, resource_json, resources_map, *args, **kwargs)
+    if updated is None and resource_class_from_type(str(resource_json.get("Type"))) is not None:
+        kept = resources_map._parsed_resources.get(logical_id)
+        if kept is not None:
+            LOGGER.warning(
+                "stack %s: moto cannot update a %s in place; %s is kept as it was created",
+                resources_map["AWS::StackName"],
+                resource_json.get("Type"),
+                logical_id,
+            )
+        return kept
+    return updated
+
+
 parse_and_create_resource = _named_failures(_ORIGINAL["parse_and_create_resource"], "create")
-parse_and_update_resource = _named_failures(_ORIGINAL["parse_and_update_resource"], "update")
+parse_and_update_resource = _named_failures(_update_keeping_the_unsupported, "update")
+
+
+# --- 10. the read APIs ----------------------------------------------------------------------------
+
+
+def is_skipped_type(resource_type: str) -> bool:
+    """Whether the stand-in skips this type (a skippable type, or one moto models as nothing)."""
+    return resource_type in SKIPPABLE_TYPES or resource_type in parsing.NULL_MODELS
+
+
+def add_stack_event(
+    self: Stack,
+    resource_status: str,
+    resource_status_reason: str | None = None,
+    resource_properties: str | None = None,
+) -> None:
+    """moto's ``_add_stack_event``; a status that ends an operation first brings the resource record up to date."""
+    if moto_stack_resources.should_sync(resource_status):
+        moto_stack_resources.sync(self, resource_status, is_skipped_type)
+    _ORIGINAL["add_stack_event"](self, resource_status, resource_status_reason, resource_properties)
 
 
 # --- 5. AWS::SNS::Subscription --------------------------------------------------------------------
@@ -627,6 +681,24 @@ _PATCHES: list[tuple[Any, str, Any]] = [
     (LambdaBackend, "delete_event_source_mapping", delete_event_source_mapping),
     (LayerVersion, "physical_resource_id", property(layer_version_physical_id)),
     (LayerVersion, "get_layer_version", get_layer_version),
+    (Stack, "_add_stack_event", add_stack_event),
+    (Stack, "drift_information", property(moto_stack_resources.stack_drift_information)),
+    (
+        cloudformation_responses.CloudFormationResponse,
+        "describe_stack_resources",
+        moto_stack_resources.response_describe_stack_resources,
+    ),
+    (
+        cloudformation_responses.CloudFormationResponse,
+        "describe_stack_resource",
+        moto_stack_resources.response_describe_stack_resource,
+    ),
+    (
+        cloudformation_responses.CloudFormationResponse,
+        "list_stack_resources",
+        moto_stack_resources.response_list_stack_resources,
+    ),
+    (cloudformation_responses.CloudFormationResponse, "get_template", moto_stack_resources.response_get_template),
 ]
 
 # moto's LayerVersion has no physical_resource_id at all: revert removes what apply added.

@@ -99,7 +99,7 @@ from moto.dynamodb.models.table import Table
 from moto.sqs import models as sqs_models
 from moto.ssm.models import SimpleSystemManagerBackend
 
-from idempotent_order_pipeline.sandbox import moto_cloudformation
+from idempotent_order_pipeline.sandbox import moto_cloudformation, moto_stack_resources
 
 #: The moto version whose ``transact_write_items`` this module re-implements. Another version may
 #: have changed the method; re-read it before widening this.
@@ -476,8 +476,9 @@ def apply_change_set(self: ChangeSet) -> None:
 
 
 def skipped_resource_placeholder(region: str, account: str, logical_id: str, attribute: str) -> str:
-    """What ``Fn::GetAtt`` of a skipped resource resolves to (see the module docstring)."""
-    return f"arn:aws:cloudformation:{region}:{account}:sandbox-skipped/{logical_id}/{attribute}"
+    """What ``Fn::GetAtt`` of a skipped resource resolves to: its physical id (see
+    :func:`.moto_stack_resources.skipped_physical_id`) and the attribute."""
+    return f"{moto_stack_resources.skipped_physical_id(region, account, logical_id)}/{attribute}"
 
 
 def clean_json(resource_json: Any, resources_map: Any) -> Any:

@@ -31,6 +31,7 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.contract import name
 from idempotent_order_pipeline.sandbox import checks, traffic
 from idempotent_order_pipeline.sandbox.function import RECONCILER_HANDLER, describe_function, find_function_by_handler
 from idempotent_order_pipeline.sandbox.lambda_runtime import FunctionProcess
+from idempotent_order_pipeline.sandbox.runtimes import Runtimes
 
 if TYPE_CHECKING:
     from idempotent_order_pipeline.sandbox.demo import Sandbox
@@ -57,6 +58,8 @@ class OutageRun:
     sent: int = 0
     notified: int = 0
     wall_seconds: float = 0.0
+    #: Which interpreter ran the reconciler (:meth:`.runtimes.RuntimeChoice.line`).
+    runs_on: str = ""
     violations: list[str] = field(default_factory=list)
 
     @property
@@ -127,7 +130,10 @@ def run_sns_outage(
         deployed, environment={**deployed.environment, names.RECONCILE_AFTER_VARIABLE: str(reconcile_after)}
     )
     task_dir, layer_dirs = reconciler.unpack(sandbox.run_dir / "reconciler")
-    environment = FunctionProcess(reconciler, endpoint, task_dir, layer_dirs, sandbox.logs_dir / "reconciler-0.log")
+    runtime = Runtimes(sandbox.run_dir).for_runtime(reconciler.runtime)
+    run.runs_on = runtime.choice.line(reconciler.name)
+    log_path = sandbox.logs_dir / "reconciler-0.log"
+    environment = FunctionProcess(reconciler, endpoint, task_dir, layer_dirs, log_path, runtime)
 
     # Its own seed: orders of their own, never the chaos run's (same seed, same order ids).
     plan = traffic.plan_traffic(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console, Group
+from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
@@ -100,6 +101,7 @@ def render(run: ChaosRun, deployed: dict[str, Any], timings: dict[str, float], c
                 f"function   {deployed['function']}",
                 f"mapping    {deployed['mapping']}",
                 f"layer      {deployed.get('layer', '-')}",
+                *(interpreter_line(interpreter) for interpreter in deployed.get("interpreters", [])),
                 f"[yellow]moto's CloudFormation skipped these resource types[/]: {skipped}",
                 "Metrics are summed from the function's EMF log lines; crashed invocations emit none.",
                 "A message parked in the DLQ by an invocation that then crashed is redelivered and parked again.",
@@ -116,6 +118,12 @@ def render(run: ChaosRun, deployed: dict[str, Any], timings: dict[str, float], c
         console.print("[bold green]All invariants hold.[/]")
 
 
+def interpreter_line(interpreter: dict[str, Any]) -> str:
+    """``runtime    function X (python3.14) runs on ...``: yellow when it is not the runtime's Python."""
+    line = escape(str(interpreter["line"]))
+    return f"runtime    {line}" if interpreter["matches"] else f"[yellow]runtime[/]    {line}"
+
+
 def render_outage(run: OutageRun, console: Console) -> None:
     """Print the SNS outage scenario: every order whose only copy was dropped, notified by the reconciler."""
     table = Table(title="SNS outage, DLQ dropped, reconciler", title_justify="left", expand=False)
@@ -124,6 +132,8 @@ def render_outage(run: OutageRun, console: Console) -> None:
     for name, value, expectation, ok in as_rows(run):
         _row(table, name, value, expectation, ok)
     console.print(table)
+    if run.runs_on:
+        console.print(f"reconciler: {escape(run.runs_on)}")
     if run.violations:
         console.print(Panel("\n".join(run.violations), title="[bold red]reconciliation failed[/]", border_style="red"))
     else:

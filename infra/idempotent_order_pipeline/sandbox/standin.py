@@ -9,8 +9,9 @@ in the background (see :mod:`.control`). In order, it:
    parameter (the construct's default layer resolves from it at deploy, as in AWS);
 3. runs ``cdk bootstrap`` (the CDK CLI: ``--cdk``, ``$ORDER_PIPELINE_SANDBOX_CDK`` or ``cdk`` on
    ``PATH``);
-4. writes ``DIR/sandbox.env`` (credentials, ``AWS_ENDPOINT_URL``, region), then ``DIR/state.json``
-   (its pid and endpoint: from now on it is ready);
+4. finds the interpreter of each of Lambda's Python runtimes (:mod:`.runtimes`), writes
+   ``DIR/sandbox.env`` (credentials, ``AWS_ENDPOINT_URL``, region), then ``DIR/state.json`` (its pid,
+   endpoint and interpreters: from now on it is ready);
 5. runs the :class:`~.supervisor.Supervisor` until SIGTERM: every SQS-triggered and every scheduled
    function deployed from then on is live; ``DIR/status.json`` says what runs.
 
@@ -101,6 +102,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             log(f"cdk bootstrap with {cdk}...")
             bootstrap(endpoint, work_dir=state.path / "bootstrap", cdk=cdk)
             supervisor = Supervisor(endpoint, state.path, {layer.arn: layer}, options, log=log)
+            runtimes = supervisor.runtimes.interpreters.summaries()
+            for runtime in runtimes:
+                log(runtime["summary"])
             _write_atomically(state.env_file, env_file_text(endpoint))
 
             def publish_status() -> None:
@@ -112,6 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "endpoint": endpoint.url,
                 "region": endpoint.region,
                 "layer": {"arn": layer.arn, "zip": str(layer.zip_path), "sha256": layer.sha256},
+                "runtimes": runtimes,
             }
             _write_atomically(state.state_file, json.dumps(ready))
             log(f"ready: source {state.env_file}, then cdk deploy; every SQS-triggered function deployed is live")

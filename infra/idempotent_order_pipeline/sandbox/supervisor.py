@@ -5,7 +5,8 @@ what is deployed, the way Lambda's control plane would:
 
 * every SQS event source mapping (``ListEventSourceMappings``) that is enabled gets a
   :class:`MappingWorker`: the function's code (the zip ``cdk deploy`` uploaded, unpacked once per
-  ``CodeSha256``), its layers, ``concurrency`` execution environments
+  ``CodeSha256``), its layers, the interpreter of its runtime (:class:`~.runtimes.Runtimes`: the
+  runtime's own Python when this machine has one), ``concurrency`` execution environments
   (:class:`~.lambda_runtime.FunctionProcess`) and a poller (:class:`~.poller.SqsPoller`) with the
   mapping's own batch size, batching window and ``ReportBatchItemFailures``;
 * every enabled EventBridge rule with a ``rate(...)`` schedule whose target is a function gets a
@@ -43,6 +44,7 @@ from idempotent_order_pipeline.sandbox.function import (
 )
 from idempotent_order_pipeline.sandbox.lambda_runtime import FunctionProcess
 from idempotent_order_pipeline.sandbox.poller import DEFAULT_VISIBILITY_TIMEOUT_SECONDS, CrashPlan, SqsPoller
+from idempotent_order_pipeline.sandbox.runtimes import FunctionRuntime, Runtimes
 from idempotent_order_pipeline.sandbox.server import Endpoint
 
 #: Seconds between two reads of the deployed mappings and schedules.
@@ -108,13 +110,16 @@ def crash_plan(function: DeployedFunction, mapping: QueueMapping, options: Super
 class _Environments:
     """A function's code unpacked (once per CodeSha256) and its execution environments."""
 
-    def __init__(self, function: DeployedFunction, endpoint: Endpoint, work_dir: Path, count: int) -> None:
+    def __init__(
+        self, function: DeployedFunction, endpoint: Endpoint, work_dir: Path, count: int, runtime: FunctionRuntime
+    ) -> None:
         code_dir = work_dir / "functions" / function.name / _sha_dir(function.code_sha256)
         task_dir, layer_dirs = function.unpack(code_dir)
         logs = work_dir / "logs"
         self.function = function
+        self.runtime = runtime
         self.processes = [
-            FunctionProcess(function, endpoint, task_dir, layer_dirs, logs / f"{function.name}-{index}.log")
+            FunctionProcess(function, endpoint, task_dir, layer_dirs, logs / f"{function.name}-{index}.log", runtime)
             for index in range(count)
         ]
 
@@ -125,6 +130,10 @@ class _Environments:
     def status(self) -> list[dict[str, Any]]:
         package = self.function.handler.partition(".")[0]
         return [{"pid": process.pid, "handler_from": process.loaded_modules.get(package)} for process in self.processes]
+
+    def interpreter(self) -> dict[str, Any]:
+        """Which interpreter runs the function, for its runtime (``line``: what ``sandbox status`` prints)."""
+        return self.runtime.choice.as_dict(self.function.name)
 
 
 def _sha_dir(code_sha256: str) -> str:
@@ -141,10 +150,11 @@ class MappingWorker:
         function: DeployedFunction,
         work_dir: Path,
         options: SupervisorOptions,
+        runtime: FunctionRuntime,
     ) -> None:
         self.mapping = mapping
         self.function = function
-        self._environments = _Environments(function, endpoint, work_dir, options.concurrency)
+        self._environments = _Environments(function, endpoint, work_dir, options.concurrency, runtime)
         self.poller = SqsPoller(
             endpoint,
             mapping,
@@ -165,6 +175,8 @@ class MappingWorker:
             "uuid": self.mapping.uuid,
             "function": self.function.name,
             "handler": self.function.handler,
+            "runtime": self.function.runtime,
+            "interpreter": self._environments.interpreter(),
             "code_sha256": self.function.code_sha256,
             "queue": self.mapping.queue_url,
             "batch_size": self.mapping.batch_size,
@@ -201,6 +213,7 @@ class ScheduleWorker:
         function: DeployedFunction,
         work_dir: Path,
         log: Log,
+        runtime: FunctionRuntime,
     ) -> None:
         self.rule_arn = rule_arn
         self.period = period
@@ -210,7 +223,7 @@ class ScheduleWorker:
         self._endpoint = endpoint
         self._input = event_input
         self._log = log
-        self._environments = _Environments(function, endpoint, work_dir, 1)
+        self._environments = _Environments(function, endpoint, work_dir, 1, runtime)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"schedule-{function.name}", daemon=True)
         self._thread.start()
@@ -235,6 +248,8 @@ class ScheduleWorker:
         return {
             "rule": self.rule_arn,
             "function": self.function.name,
+            "runtime": self.function.runtime,
+            "interpreter": self._environments.interpreter(),
             "code_sha256": self.function.code_sha256,
             "every_seconds": self.period,
             "invocations": self.invocations,
@@ -256,9 +271,12 @@ class Supervisor:
         published: Mapping[str, Layer],
         options: SupervisorOptions | None = None,
         log: Log | None = None,
+        runtimes: Runtimes | None = None,
     ) -> None:
         self.endpoint = endpoint
         self.options = options or SupervisorOptions()
+        #: The interpreter of each runtime and the SDK beside it.
+        self.runtimes = runtimes or Runtimes(work_dir)
         self._work_dir = work_dir
         self._published = dict(published)
         self._log = log or (lambda message: None)
@@ -376,14 +394,18 @@ class Supervisor:
     def _build_mapping(self, mapping: Mapping[str, Any]) -> Worker:
         queue = queue_mapping(self.endpoint, mapping)
         function = read_function(self.endpoint, str(mapping["FunctionArn"]), self._published)
-        return MappingWorker(self.endpoint, queue, function, self._work_dir, self.options)
+        runtime = self.runtimes.for_runtime(function.runtime)
+        return MappingWorker(self.endpoint, queue, function, self._work_dir, self.options, runtime)
 
     def _build_schedule(self, rule_arn: str, expression: str, target: Mapping[str, Any]) -> Worker:
         period = rate_seconds(expression)
         if period is None:
             raise ValueError(f"schedule {expression!r}: the stand-in runs rate(...) schedules only, not cron")
         function = read_function(self.endpoint, str(target["Arn"]), self._published)
-        return ScheduleWorker(self.endpoint, rule_arn, period, target.get("Input"), function, self._work_dir, self._log)
+        runtime = self.runtimes.for_runtime(function.runtime)
+        return ScheduleWorker(
+            self.endpoint, rule_arn, period, target.get("Input"), function, self._work_dir, self._log, runtime
+        )
 
     def status(self) -> dict[str, Any]:
         """What runs now (for ``order-pipeline sandbox status`` and ``make demo``)."""
@@ -413,11 +435,12 @@ def _bind(build: Callable[..., Worker], *args: Any) -> Callable[[], Worker]:
 
 
 def _describe(worker: Worker) -> str:
+    runs_on = worker.status()["interpreter"]["line"]
     if isinstance(worker, MappingWorker):
         return (
             f"{worker.function.name} <- {worker.mapping.queue_arn.rsplit(':', 1)[1]} "
             f"(batch {worker.mapping.batch_size}, window {worker.mapping.batching_window_seconds} s, "
             f"{'ReportBatchItemFailures' if worker.mapping.reports_batch_item_failures else 'whole batches'}, "
-            f"code {worker.function.code_sha256[:12]})"
+            f"code {worker.function.code_sha256[:12]}); {runs_on}"
         )
-    return f"{worker.function.name} every {worker.period} s ({worker.rule_arn.rsplit('/', 1)[-1]})"
+    return f"{worker.function.name} every {worker.period} s ({worker.rule_arn.rsplit('/', 1)[-1]}); {runs_on}"

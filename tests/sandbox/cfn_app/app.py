@@ -3,7 +3,8 @@
 
 Three stacks: ``Orders`` (a standard pipeline, its topic exported to ``Subscriber``), ``Payments``
 (a FIFO pipeline: generated ``.fifo`` names) and ``Subscriber`` (a queue subscribed to the orders
-topic through a cross-stack reference, ``Fn::ImportValue``). With ``-c unsupported_type=<type>`` the
+topic through a cross-stack reference, ``Fn::ImportValue``, and an ``IdempotentSubscriber`` of the orders
+pipeline, the worked example's shipping handler). With ``-c unsupported_type=<type>`` the
 subscriber stack also holds a resource of that type (one the stand-in cannot run), so that its deploy
 fails and rolls back.
 """
@@ -16,9 +17,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "infra"))
 
 import aws_cdk as cdk  # after the path above
-from aws_cdk import aws_sns_subscriptions, aws_sqs
+from aws_cdk import aws_dynamodb, aws_lambda, aws_sns_subscriptions, aws_sqs
 
-from idempotent_order_pipeline import IdempotentOrderPipeline
+from idempotent_order_pipeline import IdempotentOrderPipeline, IdempotentSubscriber
+
+#: The worked example's shipping subscriber (examples/subscriber).
+SUBSCRIBER_CODE = Path(__file__).resolve().parents[3] / "examples" / "subscriber" / "subscriber_lambda"
 
 
 def build_app() -> cdk.App:
@@ -31,6 +35,24 @@ def build_app() -> cdk.App:
     subscriber = cdk.Stack(app, "Subscriber", env=env)
     inbox = aws_sqs.Queue(subscriber, "Inbox", enforce_ssl=True)
     pipeline.topic.add_subscription(aws_sns_subscriptions.SqsSubscription(inbox, raw_message_delivery=True))
+    # The team's own subscriber of the orders pipeline, in its own stack (its runtime helper a layer there).
+    counters = aws_dynamodb.Table(
+        subscriber,
+        "ShipmentCounters",
+        partition_key=aws_dynamodb.Attribute(name="order_id", type=aws_dynamodb.AttributeType.STRING),
+        billing_mode=aws_dynamodb.BillingMode.PAY_PER_REQUEST,
+        removal_policy=cdk.RemovalPolicy.DESTROY,
+    )
+    shipping = IdempotentSubscriber(
+        subscriber,
+        "Shipping",
+        pipeline=pipeline,
+        code=aws_lambda.Code.from_asset(str(SUBSCRIBER_CODE), exclude=["__pycache__", "*.pyc"]),
+        handler="shipping.handler",
+        environment={"COUNTERS_TABLE": counters.table_name},
+        removal_policy=cdk.RemovalPolicy.DESTROY,
+    )
+    shipping.grant_effect_writes(counters)
     unsupported_type = app.node.try_get_context("unsupported_type")
     if unsupported_type:
         cdk.CfnResource(

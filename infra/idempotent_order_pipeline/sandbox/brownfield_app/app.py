@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # infra/: the package idempotent_order_pipeline
 
 from idempotent_order_pipeline.sandbox.brownfield import build_app  # after the path above
 
