@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench import deployment
+from bench import deployment, environment
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PAGE = REPO_ROOT / "docs" / "capacity.md"
@@ -185,13 +185,12 @@ def measure_units(deployed: Mapping[str, Any]) -> UnitsPerOrder:
             sqs = boto3.client("sqs", region_name=REGION)
             for name, role in roles.items():
                 deployment.create_table(dynamodb, name, deployed["tables"][role])
-            env = {
-                "PROCESSED_EVENTS_TABLE": "processed_events",
-                "ORDER_RECORDS_TABLE": "order_records",
-                "TOPIC_ARN": sns.create_topic(Name="orders")["TopicArn"],
-                "DEAD_LETTER_QUEUE_URL": sqs.create_queue(QueueName="dlq")["QueueUrl"],
-                "RECORD_TTL_SECONDS": "2592000",
-            }
+            env = environment.ours(
+                processed_events="processed_events",
+                order_records="order_records",
+                topic_arn=sns.create_topic(Name="orders")["TopicArn"],
+                dead_letter_queue_url=sqs.create_queue(QueueName="dlq")["QueueUrl"],
+            )
             handler_module.configure(Clients(dynamodb=dynamodb, sns=sns, sqs=sqs), env)
             orders = list(OrderSource(7).orders(MEASURED_ORDERS))
             with meter.measuring(0) as tally:

@@ -37,8 +37,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from bench import environment
 from bench.cgroups import CgroupCaps, Quota, cpu_share, open_caps
 from bench.orders import OrderSource, batch_event
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.batching import EVENT_SOURCE_BATCH_SIZE
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 #: Memory sizes of the sweep (MB), like AWS Lambda Power Tuning's defaults.
@@ -49,7 +51,7 @@ LATENCIES_MS = (5.0, 10.0)
 CAPPED_CONSUMERS = ("naive", "seed", "powertools", "ours")
 #: Idle time after each batch (s): several CFS periods, so every quota is full again.
 IDLE_GAP_S = 0.05
-BATCH_SIZE = 10
+BATCH_SIZE = EVENT_SOURCE_BATCH_SIZE
 REGION = "us-east-1"
 TOPIC_ARN = f"arn:aws:sns:{REGION}:123456789012:orders"
 DLQ_URL = f"https://sqs.{REGION}.amazonaws.com/123456789012/orders-dlq"
@@ -66,14 +68,12 @@ CONSUMER_ENVIRONMENT = {
         "ORDER_RECORDS_TABLE": "powertools-order-records",
         "TOPIC_ARN": TOPIC_ARN,
     },
-    "ours": {
-        "PROCESSED_EVENTS_TABLE": "ours-processed-events",
-        "ORDER_RECORDS_TABLE": "ours-order-records",
-        "TOPIC_ARN": TOPIC_ARN,
-        "DEAD_LETTER_QUEUE_URL": DLQ_URL,
-        "RECORD_TTL_SECONDS": "2592000",
-        "IDENTITY_FIELDS": "order_id",
-    },
+    "ours": environment.ours(
+        processed_events="ours-processed-events",
+        order_records="ours-order-records",
+        topic_arn=TOPIC_ARN,
+        dead_letter_queue_url=DLQ_URL,
+    ),
 }
 
 

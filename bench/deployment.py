@@ -12,18 +12,17 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+from idempotent_order_pipeline.core.schedule import rate_seconds
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 #: Consumer and reconciler entry points (the asset's contract).
 CONSUMER_HANDLER = "order_consumer.handler.handler"
 RECONCILER_HANDLER = "order_consumer.reconciler.handler"
-_RATE = re.compile(r"rate\((\d+) (minute|minutes|hour|hours|day|days)\)")
-_SECONDS = {"minute": 60, "hour": 3600, "day": 86400}
 
 
 def _of_type(template: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
@@ -37,10 +36,10 @@ def _alarm_metrics(alarm: dict[str, Any]) -> int:
 
 
 def _rate_seconds(expression: str) -> int:
-    match = _RATE.fullmatch(expression)
-    if match is None:
+    seconds = rate_seconds(expression)
+    if seconds is None:
         raise ValueError(f"schedule {expression!r}: expected rate(N minutes|hours|days)")
-    return int(match.group(1)) * _SECONDS[match.group(2).rstrip("s")]
+    return seconds
 
 
 def facts(template: dict[str, Any], *, custom_metrics: int) -> dict[str, Any]:

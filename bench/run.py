@@ -29,12 +29,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from bench import deployment
+from bench import deployment, environment
+from bench.environment import OURS_VARIABLES
 from bench.orders import OrderSource, batch_event, redelivery
 from bench.standin import REGION, Meter, Tally
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.batching import EVENT_SOURCE_BATCH_SIZE
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-BATCH_SIZE = 10
+#: Records per batch: the event source's default, as the construct sets it.
+BATCH_SIZE = EVENT_SOURCE_BATCH_SIZE
 #: Messages in the "per 1,000 messages" figure.
 PER_THOUSAND = 1000
 CONSUMERS = ("naive", "seed", "powertools", "ours")
@@ -44,15 +47,6 @@ LAMBDA_ENVIRONMENT = {
     "POWERTOOLS_SERVICE_NAME": "order-consumer",
     "POWERTOOLS_METRICS_NAMESPACE": "OrderPipelineBench",
 }
-#: The product's environment variables the bench sets (and restores).
-OURS_VARIABLES = (
-    "PROCESSED_EVENTS_TABLE",
-    "ORDER_RECORDS_TABLE",
-    "TOPIC_ARN",
-    "DEAD_LETTER_QUEUE_URL",
-    "RECORD_TTL_SECONDS",
-    "IDENTITY_FIELDS",
-)
 #: Memory used if the construct's default cannot be read (said so in the output).
 FALLBACK_MEMORY_MB = 256
 
@@ -71,14 +65,18 @@ def construct_memory_mb() -> tuple[int, str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef) and node.name == "PipelineProps":
             for statement in node.body:
+                # memory_size: int = prop(1769, "...") (core.props: the field's default is prop's first argument)
+                value = statement.value if isinstance(statement, ast.AnnAssign) else None
+                if isinstance(value, ast.Call) and value.args:
+                    value = value.args[0]
                 if (
                     isinstance(statement, ast.AnnAssign)
                     and isinstance(statement.target, ast.Name)
                     and statement.target.id == "memory_size"
-                    and isinstance(statement.value, ast.Constant)
-                    and type(statement.value.value) is int
+                    and isinstance(value, ast.Constant)
+                    and type(value.value) is int
                 ):
-                    return statement.value.value, "IdempotentOrderPipeline(memory_size=...) default"
+                    return value.value, "IdempotentOrderPipeline(memory_size=...) default"
     return FALLBACK_MEMORY_MB, f"assumed {FALLBACK_MEMORY_MB} MB (no memory_size default in PipelineProps)"
 
 
@@ -195,14 +193,12 @@ class StandIn:
                 "ORDER_RECORDS_TABLE": "powertools-order-records",
                 "TOPIC_ARN": self.topic_arn,
             },
-            "ours": {
-                "PROCESSED_EVENTS_TABLE": "ours-processed-events",
-                "ORDER_RECORDS_TABLE": "ours-order-records",
-                "TOPIC_ARN": self.topic_arn,
-                "DEAD_LETTER_QUEUE_URL": self.dlq_url,
-                "RECORD_TTL_SECONDS": "2592000",
-                "IDENTITY_FIELDS": "order_id",
-            },
+            "ours": environment.ours(
+                processed_events="ours-processed-events",
+                order_records="ours-order-records",
+                topic_arn=self.topic_arn,
+                dead_letter_queue_url=self.dlq_url,
+            ),
         }
         return {
             "naive": Consumer(

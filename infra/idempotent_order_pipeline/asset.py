@@ -6,8 +6,10 @@ from pathlib import Path
 
 from aws_cdk import aws_lambda
 
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.names import CONSUMER_HANDLER
+
 #: The Lambda entry point (contract with ``lambdas/order_consumer/handler.py``).
-HANDLER = "order_consumer.handler.handler"
+HANDLER = CONSUMER_HANDLER
 
 #: Left out of the asset so its hash depends on the code only: bytecode caches and build metadata.
 ASSET_EXCLUDES = ("__pycache__", "*.pyc", "*.egg-info")

@@ -41,7 +41,7 @@ from idempotent_order_pipeline import (
     removal,
     resources,
 )
-from idempotent_order_pipeline._lambda_asset.order_consumer.contract import names
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract import metric_names, names
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.metric_names import (
     OUTCOME_METRICS,
     SCHEMA_VIOLATIONS,
@@ -550,8 +550,8 @@ class IdempotentOrderPipeline(Construct):
             names.DEAD_LETTER_QUEUE_URL_VARIABLE: self.dead_letter_queue.queue_url,
             names.RECORD_TTL_SECONDS_VARIABLE: ttl_text,
             names.IDENTITY_FIELDS_VARIABLE: ",".join(props.identity_field_names),
-            "POWERTOOLS_SERVICE_NAME": self._service_name,
-            "POWERTOOLS_METRICS_NAMESPACE": props.metrics_namespace,
+            names.SERVICE_NAME_VARIABLE: self._service_name,
+            names.METRICS_NAMESPACE_VARIABLE: props.metrics_namespace,
             **self._notification_environment(),
         }
 
@@ -738,27 +738,27 @@ class IdempotentOrderPipeline(Construct):
 
     def metric_orders_recorded(self, **options: Unpack[MetricOptions]) -> aws_cloudwatch.Metric:
         """Orders written for the first time (one transaction each). Default: Sum over 1 minute."""
-        return self._outcome_metric("OrdersRecorded", **options)
+        return self._outcome_metric(metric_names.ORDERS_RECORDED, **options)
 
     def metric_duplicates_skipped(self, **options: Unpack[MetricOptions]) -> aws_cloudwatch.Metric:
         """Redeliveries of already recorded and announced orders, acknowledged without a write."""
-        return self._outcome_metric("DuplicatesSkipped", **options)
+        return self._outcome_metric(metric_names.DUPLICATES_SKIPPED, **options)
 
     def metric_notifications_published(self, **options: Unpack[MetricOptions]) -> aws_cloudwatch.Metric:
         """Notifications published for newly recorded orders."""
-        return self._outcome_metric("NotificationsPublished", **options)
+        return self._outcome_metric(metric_names.NOTIFICATIONS_PUBLISHED, **options)
 
     def metric_notifications_republished(self, **options: Unpack[MetricOptions]) -> aws_cloudwatch.Metric:
         """Notifications published again for orders recorded earlier but still ``pending``."""
-        return self._outcome_metric("NotificationsRepublished", **options)
+        return self._outcome_metric(metric_names.NOTIFICATIONS_REPUBLISHED, **options)
 
     def metric_conflicts(self, **options: Unpack[MetricOptions]) -> aws_cloudwatch.Metric:
         """Reused idempotency keys or order ids with another payload (parked in the DLQ)."""
-        return self._outcome_metric("Conflicts", **options)
+        return self._outcome_metric(metric_names.CONFLICTS, **options)
 
     def metric_invalid_messages(self, **options: Unpack[MetricOptions]) -> aws_cloudwatch.Metric:
         """Messages the handler can never accept (parked in the DLQ)."""
-        return self._outcome_metric("InvalidMessages", **options)
+        return self._outcome_metric(metric_names.INVALID_MESSAGES, **options)
 
     def metric_schema_violations(self, **options: Unpack[MetricOptions]) -> aws_cloudwatch.Metric:
         """Orders that break ``order_schema`` (parked in the DLQ with ``SCHEMA_VIOLATION``; emitted with a schema)."""
@@ -766,7 +766,7 @@ class IdempotentOrderPipeline(Construct):
 
     def metric_transient_failures(self, **options: Unpack[MetricOptions]) -> aws_cloudwatch.Metric:
         """Records reported back to SQS for redelivery (throttles, conflicts between transactions, ...)."""
-        return self._outcome_metric("TransientFailures", **options)
+        return self._outcome_metric(metric_names.TRANSIENT_FAILURES, **options)
 
 
 core_props.document(IdempotentOrderPipeline, PipelineProps, DEFAULTS)

@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from aws_cdk import Duration, aws_cloudwatch, aws_dynamodb, aws_lambda, aws_sns, aws_sqs
 from constructs import Construct
 
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract import metric_names
+
 PERIOD = Duration.minutes(1)
 # The operations the handler performs on each table (CloudWatch's Operation dimension).
 PROCESSED_EVENTS_OPERATIONS = (aws_dynamodb.Operation.TRANSACT_WRITE_ITEMS, aws_dynamodb.Operation.UPDATE_ITEM)
@@ -296,20 +298,20 @@ def create_alarms(factory: AlarmFactory, resources: MonitoredResources) -> None:
     alarm(
         "conflicts",
         "ConflictsAlarm",
-        outcome["Conflicts"],
+        outcome[metric_names.CONFLICTS],
         description="An idempotency key or order id was reused with another payload; the message is in the DLQ.",
     )
     alarm(
         "invalid_messages",
         "InvalidMessagesAlarm",
-        outcome["InvalidMessages"],
+        outcome[metric_names.INVALID_MESSAGES],
         description="A producer sent a message the consumer cannot accept; it is in the DLQ.",
     )
-    if "SchemaViolations" in outcome:
+    if metric_names.SCHEMA_VIOLATIONS in outcome:
         alarm(
             "schema_violations",
             "SchemaViolationsAlarm",
-            outcome["SchemaViolations"],
+            outcome[metric_names.SCHEMA_VIOLATIONS],
             description="An order broke the pipeline's order_schema; it is in the DLQ with SCHEMA_VIOLATION (the "
             "producer skipped its check, or the schema changed under it).",
         )

@@ -24,6 +24,7 @@ from aws_cdk import (
 
 from idempotent_order_pipeline import monitoring
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.batching import MAX_MESSAGE_BYTES
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.names import DEFAULT_RECORD_RETENTION_DAYS
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.notification import BODY_THIN
 from idempotent_order_pipeline.core import rules
 from idempotent_order_pipeline.core.function_props import SqsFunctionKwargs, SqsFunctionProps
@@ -67,7 +68,7 @@ class PipelineProps(SqsFunctionProps):
         allowed="an int (MB)",
     )
     record_retention: Duration = prop(
-        Duration.days(30),
+        Duration.days(DEFAULT_RECORD_RETENTION_DAYS),
         (
             "how long an idempotency record lives after its notification was sent "
             "(``RECORD_TTL_SECONDS``: the ``sent`` mark sets ``ttl``; a ``pending`` record never "

@@ -46,6 +46,9 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.contract.names impor
     RECONCILE_AFTER_VARIABLE,
     RECONCILER_UPDATE_ATTRIBUTES,
 )
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.names import (
+    RECONCILER_HANDLER as RECONCILER_HANDLER,  # the reconciler's entry point, re-exported
+)
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_index import (
     INDEX_ENTRY_ATTRIBUTES,
     ORDER_ROW_ATTRIBUTES,
@@ -57,8 +60,6 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_ind
 )
 from idempotent_order_pipeline.core import sqs_function
 
-#: The reconciler's entry point (contract with ``lambdas/order_consumer/reconciler.py``).
-RECONCILER_HANDLER = "order_consumer.reconciler.handler"
 #: A run stops starting work 15 s before this (``reconciliation.DEFAULT_MIN_REMAINING_MS``) and returns
 #: its report 2 s before it whatever a call does (``reconciliation.DEFAULT_RETURN_MARGIN_MS``).
 RECONCILER_TIMEOUT = Duration.minutes(2)

@@ -9,15 +9,19 @@ or the TTL deleted, meanwhile is left as they left it), progress only on a termi
 
 from __future__ import annotations
 
+import io
 import json
 import time
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import boto3
 import pytest
 from botocore.exceptions import ClientError
 
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.names import DEFAULT_RECORD_TTL_SECONDS
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_index import pending_shard
 from idempotent_order_pipeline._lambda_asset.order_consumer.notifier import Notification
 from idempotent_order_pipeline._lambda_asset.order_consumer.store import OrderStore
@@ -357,3 +361,43 @@ def test_checkpoint_of_another_table_is_refused(ops: OpsWorld, tmp_path: Path) -
     result = ops.run("migrate", "--yes", "--checkpoint", str(checkpoint))
     assert result.exit_code == 1
     assert "not a migrate checkpoint of table 'processed-events'" in result.stderr
+
+
+def test_a_sent_record_without_ttl_gets_the_pipelines_record_retention(ops: OpsWorld) -> None:
+    # GIVEN a consumer function kept records 40 days (record_retention), and a sent record without a ttl
+    iam = boto3.client("iam")
+    role = iam.create_role(RoleName="consumer", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    code = io.BytesIO()
+    with zipfile.ZipFile(code, "w") as archive:
+        archive.writestr("index.py", "def handler(event, context):\n    return None\n")
+    forty_days = 40 * 86400
+    boto3.client("lambda").create_function(
+        FunctionName="order-consumer",
+        Runtime="python3.14",
+        Role=role,
+        Handler="index.handler",
+        Code={"ZipFile": code.getvalue()},
+        Environment={"Variables": {"RECORD_TTL_SECONDS": str(forty_days)}},
+    )
+    record = current_record("kept-40-days", sent=True)
+    del record["ttl"]
+    ops.dynamodb.put_item(TableName=ops.events_table, Item=record)
+    # WHEN migrate runs
+    before = int(time.time())
+    result = ops.run("migrate", "--yes")
+    # THEN the record expires 40 days from now, not after the 30-day default, and the run says where that came from
+    assert result.exit_code == 0, result.output
+    ttl = int(
+        ops.dynamodb.get_item(TableName=ops.events_table, Key={"event_id": {"S": "kept-40-days"}})["Item"]["ttl"]["N"]
+    )
+    assert before + forty_days <= ttl <= int(time.time()) + forty_days
+    assert f"{forty_days} s from now (RECORD_TTL_SECONDS of function order-consumer)" in result.stderr
+
+
+def test_without_a_readable_function_the_default_retention_is_used_and_said() -> None:
+    # GIVEN a sent record without ttl, classified with no retention given / THEN the consumer's default applies
+    change = migrate_module.classify(
+        {k: v for k, v in current_record("e", sent=True).items() if k != "ttl"}, now=1000, shards=32
+    )
+    assert isinstance(change, migrate_module.Change)
+    assert change.values[":ttl"] == {"N": str(1000 + DEFAULT_RECORD_TTL_SECONDS)}

@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from idempotent_order_pipeline.cli import cli
-from idempotent_order_pipeline.sandbox import brownfield, control
+from idempotent_order_pipeline.sandbox import brownfield, paths
 from idempotent_order_pipeline.sandbox.deploy import CDK_CLI, REPO_ROOT, DeployError, find_cdk_cli
 
 REPO = Path(__file__).resolve().parents[2]
@@ -111,7 +111,7 @@ def test_start_twice_status_stop(tmp_path: Path) -> None:
 def test_the_stand_in_finds_this_checkouts_app_cli_and_package() -> None:
     # GIVEN the stand-in's package in this checkout (infra/idempotent_order_pipeline/sandbox)
     # WHEN it locates the repository, the pinned CDK CLI and the root it puts on the stand-in's PYTHONPATH
-    package_root = Path(control._package_root_path().split(os.pathsep)[0])
+    package_root = Path(paths.python_path().split(os.pathsep)[0])
     brownfield_root = (brownfield.APP_DIR / "app.py").read_text()
     # THEN they are this checkout's root, its node_modules' CLI, and infra/ (which holds the package)
     assert REPO_ROOT == REPO

@@ -347,6 +347,30 @@ class PipelineResources:
             raise PipelineNotFoundError(f"pipeline {pipeline.path}: {pipeline.order_schema_problem}")
         return None if pipeline is None else pipeline.order_schema
 
+    def _function_variable(self, name: str) -> tuple[str | None, str]:
+        """A variable of the consumer function's environment (None if unset) and the function's name.
+
+        Raises:
+            OperationsError, ClientError, BotoCoreError: the function cannot be found or read.
+        """
+        function = self.get("function")
+        configuration = self.stack.clients.lambda_.get_function_configuration(FunctionName=function)
+        return configuration.get("Environment", {}).get("Variables", {}).get(name), function
+
+    def record_ttl_seconds(self) -> tuple[int, str]:
+        """The consumer function's ``RECORD_TTL_SECONDS`` (the pipeline's ``record_retention``) and where it
+        came from; the default when the function cannot be read or has none (the consumer's own default then)."""
+        try:
+            value, function = self._function_variable(names.RECORD_TTL_SECONDS_VARIABLE)
+            if value is not None and value.isdigit() and int(value) > 0:
+                return int(value), f"{names.RECORD_TTL_SECONDS_VARIABLE} of function {function}"
+        except (OperationsError, ClientError, BotoCoreError):
+            pass
+        return (
+            names.DEFAULT_RECORD_TTL_SECONDS,
+            f"the default: the function's {names.RECORD_TTL_SECONDS_VARIABLE} unread",
+        )
+
     def identity_fields(self) -> tuple[tuple[str, ...], str]:
         """The consumer function's ``IDENTITY_FIELDS`` and where they came from.
 
@@ -356,9 +380,7 @@ class PipelineResources:
         key is derived.
         """
         try:
-            function = self.get("function")
-            configuration = self.stack.clients.lambda_.get_function_configuration(FunctionName=function)
-            value = configuration.get("Environment", {}).get("Variables", {}).get(names.IDENTITY_FIELDS_VARIABLE)
+            value, function = self._function_variable(names.IDENTITY_FIELDS_VARIABLE)
             return parse_identity_fields(value), f"function {function}"
         except (OperationsError, ClientError, BotoCoreError, ValueError):
             return DEFAULT_IDENTITY_FIELDS, "default"

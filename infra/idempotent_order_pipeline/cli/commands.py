@@ -25,6 +25,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.batching import MAX_BATCH_ENTRIES
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.message import parse_body
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.names import STATUS_ATTRIBUTE, Status
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.sns_ids import RESEND_DELIVERY
 from idempotent_order_pipeline.cli.aws import (
     DEFAULT_STACK,
@@ -914,7 +915,7 @@ def _expiry(state: Mapping[str, Any]) -> str:
     """When the record expires: its ``ttl``, set by the sent mark; a pending record never expires."""
     if state.get("ttl") is not None:
         return timestamp(state.get("ttl")) or "-"
-    return "never while pending (the sent mark sets the ttl)" if state.get("status") == "pending" else "-"
+    return "never while pending (the sent mark sets the ttl)" if state.get(STATUS_ATTRIBUTE) == Status.PENDING else "-"
 
 
 # Commands in modules of their own.

@@ -56,13 +56,16 @@ import click
 from boto3.dynamodb.types import TypeDeserializer
 from botocore.exceptions import BotoCoreError, ClientError
 
-from idempotent_order_pipeline._lambda_asset.order_consumer.config import DEFAULT_RECORD_TTL_SECONDS
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.keys import (
     DEFAULT_IDENTITY_FIELDS,
     IDENTITY_SEPARATOR,
     derive_event_id,
 )
-from idempotent_order_pipeline._lambda_asset.order_consumer.contract.names import STATUS_PENDING, STATUS_SENT
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.names import (
+    DEFAULT_RECORD_TTL_SECONDS,
+    STATUS_PENDING,
+    STATUS_SENT,
+)
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_index import (
     PENDING_SHARD_ATTRIBUTE,
     PENDING_SHARDS,
@@ -139,10 +142,18 @@ def _plain(item: Mapping[str, Any], name: str) -> Any:
     return None if value is None else _deserializer.deserialize(value)
 
 
-def classify(item: Mapping[str, Any], *, now: float, shards: int = PENDING_SHARDS) -> Change | str | None:
+def classify(
+    item: Mapping[str, Any],
+    *,
+    now: float,
+    shards: int = PENDING_SHARDS,
+    record_ttl_seconds: int = DEFAULT_RECORD_TTL_SECONDS,
+) -> Change | str | None:
     """What a scanned record needs: a :class:`Change`, :data:`UNRECOGNISED`, or None (already current).
 
-    ``shards``: the pending index's shards to put a pending record on (another release's for a rollback).
+    ``shards``: the pending index's shards to put a pending record on (another release's for a rollback);
+    ``record_ttl_seconds``: how long a sent record without a ``ttl`` is kept from now (the pipeline's
+    ``record_retention``, as its consumer has it).
     """
     event_id, status, sha = _plain(item, "event_id"), _plain(item, "status"), _plain(item, "payload_sha256")
     shard, has_ttl = _plain(item, PENDING_SHARD_ATTRIBUTE), "ttl" in item
@@ -165,7 +176,7 @@ def classify(item: Mapping[str, Any], *, now: float, shards: int = PENDING_SHARD
         if shard is None and has_ttl:
             return None
         kind = SENT_STILL_INDEXED if shard is not None else SENT_WITHOUT_TTL
-        values = {":sent": {"S": STATUS_SENT}, ":ttl": {"N": str(int(now) + DEFAULT_RECORD_TTL_SECONDS)}}
+        values = {":sent": {"S": STATUS_SENT.value}, ":ttl": {"N": str(int(now) + record_ttl_seconds)}}
         return Change(kind, RELEASE_SENT, STILL_SENT, values)
     return UNRECOGNISED
 
@@ -311,6 +322,7 @@ def migrate_records(
     checkpoint: Checkpoint | None = None,
     figures: Figures | None = None,
     shards: int = PENDING_SHARDS,
+    record_ttl_seconds: int = DEFAULT_RECORD_TTL_SECONDS,
     on_page: Callable[[int], None] | None = None,
     clock: Callable[[], float] = time.time,
 ) -> Figures:
@@ -332,7 +344,7 @@ def migrate_records(
                 figures.scanned += 1
                 if has_legacy_key(item, identity_fields):
                     figures.notes[LEGACY_KEY] += 1
-                change = classify(item, now=now, shards=shards)
+                change = classify(item, now=now, shards=shards, record_ttl_seconds=record_ttl_seconds)
                 if change is None:
                     figures.already_current += 1
                 elif isinstance(change, str):
@@ -446,6 +458,8 @@ def _migrate(
     if ask:
         confirm(f"Bring the records of {table} into today's shape (conditioned updates)?")
     saved = Checkpoint(checkpoint, table) if checkpoint is not None else None
+    record_ttl_seconds, source = operator.resources.record_ttl_seconds()
+    echo(f"sent records without a ttl get one {record_ttl_seconds} s from now ({source})", err=True)
     figures = Figures()
     resumed = saved.load() if saved is not None else None
     if resumed is not None:
@@ -471,6 +485,7 @@ def _migrate(
                 figures=figures,
                 on_page=on_page,
                 shards=shards,
+                record_ttl_seconds=record_ttl_seconds,
             )
     except MigrationStopped as exc:
         resume = f"with --checkpoint {checkpoint}" if checkpoint else f"with --start-key {exc.start_key}"

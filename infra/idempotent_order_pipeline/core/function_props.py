@@ -13,6 +13,7 @@ from typing import TypedDict
 
 from aws_cdk import Duration, RemovalPolicy, aws_cloudwatch, aws_logs
 
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.names import DEFAULT_RECORD_RETENTION_DAYS
 from idempotent_order_pipeline.core.props import prop
 from idempotent_order_pipeline.core.rules import DEFAULT_BATCH_SIZE
 
@@ -56,7 +57,7 @@ class SqsFunctionProps:
         allowed="a Duration, e.g. Duration.days(4)",
     )
     record_retention: Duration = prop(
-        Duration.days(30),
+        Duration.days(DEFAULT_RECORD_RETENTION_DAYS),
         "how long a record lives after its last write (its ``ttl``); must exceed ``retention_period`` + 14 "
         "days, so a record outlives every copy of its message.",
         allowed="a Duration, e.g. Duration.days(30)",

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from aws_cdk import Duration, RemovalPolicy, Token
 
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.batching import EVENT_SOURCE_BATCH_SIZE
 from idempotent_order_pipeline.core.props import Findings
 
 if TYPE_CHECKING:
@@ -28,7 +29,7 @@ VISIBILITY_TIMEOUT_FACTOR = 6
 #: Below this, one transient blip (a throttle, a deploy) can push a good message to the DLQ.
 RECOMMENDED_MIN_RECEIVE_COUNT = 5
 #: Records per invocation when no prop says otherwise (an SQS event source's own default).
-DEFAULT_BATCH_SIZE = 10
+DEFAULT_BATCH_SIZE = EVENT_SOURCE_BATCH_SIZE
 MAX_RECEIVE_COUNT = 1000
 MAX_BATCH_SIZE_STANDARD = 10_000
 MAX_BATCH_SIZE_FIFO = 10

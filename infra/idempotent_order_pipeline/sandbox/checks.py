@@ -194,7 +194,7 @@ def check(plan: TrafficPlan, state: EndpointState) -> CheckResult:
         record = state.processed_events.get(event_id)
         if record is None:
             problems["order rows without a processed_events record"].append(event_id)
-        elif record.get("status") != "sent":
+        elif record.get(names.STATUS_ATTRIBUTE) != names.Status.SENT:
             problems["events left pending (status not 'sent')"].append(event_id)
         elif record.get("payload_sha256") != recorded:
             problems["processed_events and order row disagree on the payload"].append(event_id)

@@ -215,8 +215,8 @@ def _layers(endpoint: Endpoint, arns: Sequence[str], published: Mapping[str, Lay
 
 #: The consumer's and the reconciler's entry points (contract with ``lambdas/order_consumer/``;
 #: ``idempotent_order_pipeline.asset.HANDLER`` is the consumer's too, but imports the CDK).
-CONSUMER_HANDLER = "order_consumer.handler.handler"
-RECONCILER_HANDLER = "order_consumer.reconciler.handler"
+CONSUMER_HANDLER = names.CONSUMER_HANDLER
+RECONCILER_HANDLER = names.RECONCILER_HANDLER
 
 
 def find_function_by_handler(endpoint: Endpoint, deployment: Deployment, handler: str) -> str | None:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from idempotent_order_pipeline._lambda_asset.order_consumer.contract import names
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract import metric_names, names
 from idempotent_order_pipeline.sandbox import checks, traffic
 from idempotent_order_pipeline.sandbox.function import RECONCILER_HANDLER, describe_function, find_function_by_handler
 from idempotent_order_pipeline.sandbox.lambda_runtime import FunctionProcess
@@ -152,13 +152,13 @@ def run_sns_outage(
     if not drained:
         run.violations.append("the source queue did not drain during the outage")
     statuses = _statuses(sandbox, event_ids)
-    run.recorded = sum(status == "pending" for status in statuses.values())
+    run.recorded = sum(status == names.Status.PENDING for status in statuses.values())
     sent_ids = {str(message.message_id) for message in plan.messages}
     run.dead_lettered = sum(message["MessageId"] in sent_ids for message in checks.peek_queue(sqs, dlq_url))
 
     # 2. Drop: no redrive; no copy of these messages is left.
     run.dropped = sum(message_id in sent_ids for message_id in _drop(sqs, dlq_url))
-    run.pending_after_drop = sum(status == "pending" for status in _statuses(sandbox, event_ids).values())
+    run.pending_after_drop = sum(status == names.Status.PENDING for status in _statuses(sandbox, event_ids).values())
 
     # 3. Recovery: the topic is back under the same ARN, with a fresh subscriber.
     name = topic_arn.rsplit(":", 1)[1]
@@ -179,16 +179,16 @@ def run_sns_outage(
             if invocation.error is not None:
                 run.violations.append(f"reconciler error: {invocation.error.error_type}: {invocation.error.message}")
                 break
-            if all(status == "sent" for status in _statuses(sandbox, event_ids).values()):
+            if all(status == names.Status.SENT for status in _statuses(sandbox, event_ids).values()):
                 break
             time.sleep(interval)
     finally:
         environment.stop()
     final = _statuses(sandbox, event_ids)
-    run.sent = sum(status == "sent" for status in final.values())
+    run.sent = sum(status == names.Status.SENT for status in final.values())
     notified = {str(json.loads(message["Body"]).get("event_id")) for message in checks.peek_queue(sqs, notifications)}
     run.notified = len(notified & set(event_ids))
-    run.reconciled_metric = _metric_sum(sandbox.logs_dir / "reconciler-0.log", "PendingReconciled")
+    run.reconciled_metric = _metric_sum(sandbox.logs_dir / "reconciler-0.log", metric_names.PENDING_RECONCILED)
     run.wall_seconds = time.monotonic() - started
 
     expectations = {

@@ -9,6 +9,7 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract import metric_names
 from idempotent_order_pipeline.sandbox.checks import REDRIVEN
 from idempotent_order_pipeline.sandbox.demo import ChaosRun
 from idempotent_order_pipeline.sandbox.outage import OutageRun, as_rows
@@ -50,9 +51,9 @@ def render(run: ChaosRun, deployed: dict[str, Any], timings: dict[str, float], c
         figures["events without a notification"] == 0,
     )
     _row(table, "notifications received by a subscriber", figures["notifications received"], ">= order rows")
-    _row(table, "duplicates skipped (metric)", metrics.get("DuplicatesSkipped", 0))
-    _row(table, "notifications published (metric)", metrics.get("NotificationsPublished", 0))
-    _row(table, "notifications republished (metric)", metrics.get("NotificationsRepublished", 0))
+    _row(table, "duplicates skipped (metric)", metrics.get(metric_names.DUPLICATES_SKIPPED, 0))
+    _row(table, "notifications published (metric)", metrics.get(metric_names.NOTIFICATIONS_PUBLISHED, 0))
+    _row(table, "notifications republished (metric)", metrics.get(metric_names.NOTIFICATIONS_REPUBLISHED, 0))
     _row(
         table,
         "messages in the DLQ (distinct)",

@@ -23,7 +23,6 @@ and in the status, and tried again when its deployment changes.
 from __future__ import annotations
 
 import json
-import re
 import threading
 import time
 import uuid
@@ -33,6 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from idempotent_order_pipeline.core.schedule import rate_seconds
 from idempotent_order_pipeline.sandbox.chaos import RandomCrashes
 from idempotent_order_pipeline.sandbox.deploy import Layer
 from idempotent_order_pipeline.sandbox.function import (
@@ -53,8 +53,6 @@ DEFAULT_INTERVAL_SECONDS = 1.0
 DEFAULT_CONCURRENCY = 2
 #: Schedules are read every this many intervals (rules change only with a deploy).
 SCHEDULE_EVERY_INTERVALS = 5
-_RATE = re.compile(r"^rate\((\d+)\s+(minute|minutes|hour|hours|day|days)\)$")
-_UNIT_SECONDS = {"minute": 60, "hour": 3600, "day": 86400}
 
 Log = Callable[[str], None]
 
@@ -75,14 +73,6 @@ class SupervisorOptions:
     crash_rate: float = 0.0
     seed: int = 0
     interval: float = DEFAULT_INTERVAL_SECONDS
-
-
-def rate_seconds(expression: str) -> int | None:
-    """The period of a ``rate(...)`` schedule expression in seconds; None for ``cron(...)`` and others."""
-    match = _RATE.match(expression.strip())
-    if match is None:
-        return None
-    return int(match[1]) * _UNIT_SECONDS[match[2].rstrip("s")]
 
 
 def scheduled_event(rule_arn: str, region: str, account: str) -> dict[str, Any]:

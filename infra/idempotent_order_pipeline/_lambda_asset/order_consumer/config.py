@@ -10,6 +10,7 @@ from .contract.errors import ConfigurationError
 from .contract.keys import DEFAULT_IDENTITY_FIELDS, parse_identity_fields
 from .contract.names import (
     DEAD_LETTER_QUEUE_URL_VARIABLE,
+    DEFAULT_RECORD_TTL_SECONDS,
     IDENTITY_FIELDS_VARIABLE,
     NOTIFICATION_ATTRIBUTES_VARIABLE,
     NOTIFICATION_BODY_VARIABLE,
@@ -20,9 +21,6 @@ from .contract.names import (
     TOPIC_ARN_VARIABLE,
 )
 from .contract.notification import NotificationFormat
-
-#: Default of ``RECORD_TTL_SECONDS``: 30 days.
-DEFAULT_RECORD_TTL_SECONDS = 30 * 24 * 3600
 
 
 @dataclass(frozen=True)

@@ -175,7 +175,7 @@ class OrderStore:
         now = int(self._clock())
         event_record = {
             "event_id": {"S": message.event_id},
-            "status": {"S": STATUS_PENDING},
+            "status": {"S": STATUS_PENDING.value},
             "order_id": {"S": message.order_id},
             "payload_sha256": {"S": message.payload_sha256},
             PENDING_SINCE_ATTRIBUTE: {"N": str(now)},

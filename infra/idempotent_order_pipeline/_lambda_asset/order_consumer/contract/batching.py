@@ -23,6 +23,8 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
+#: Records per invocation when the construct's ``batch_size`` is not given (an SQS event source's own default).
+EVENT_SOURCE_BATCH_SIZE = 10
 #: Entries per ``SendMessageBatch``, ``PublishBatch``, ``DeleteMessageBatch`` and
 #: ``ChangeMessageVisibilityBatch`` call, and messages per ``ReceiveMessage``.
 MAX_BATCH_ENTRIES = 10

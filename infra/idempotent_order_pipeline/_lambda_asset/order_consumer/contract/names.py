@@ -11,14 +11,24 @@ the construct, the CLI and the sandbox import it from the distribution.
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 from .pending_index import PENDING_SHARD_ATTRIBUTE, PENDING_SINCE_ATTRIBUTE
 
 # --- the state record's ``status`` (processed_events) ------------------------------------------------
 
-#: Recorded (the order row and the state record are written); SNS has not accepted the notification yet.
-STATUS_PENDING = "pending"
-#: SNS accepted the notification; the record expires with its ``ttl``.
-STATUS_SENT = "sent"
+
+class Status(StrEnum):
+    """A state record's ``status``: the only values the consumer, the reconciler and the CLI write or read."""
+
+    #: Recorded (the order row and the state record are written); SNS has not accepted the notification yet.
+    PENDING = "pending"
+    #: SNS accepted the notification; the record expires with its ``ttl``.
+    SENT = "sent"
+
+
+STATUS_PENDING = Status.PENDING
+STATUS_SENT = Status.SENT
 
 # --- the state record's attributes (processed_events) and what each UpdateItem touches ----------------
 
@@ -75,7 +85,11 @@ CONSUMER_UPDATE_ATTRIBUTES = updated_attributes(ADOPT_PENDING_ATTRIBUTES)
 #: The reconciler's UpdateItems: the release of a sent record still indexed.
 RECONCILER_UPDATE_ATTRIBUTES = updated_attributes(RELEASE_SENT_ATTRIBUTES)
 
-# --- the functions' environment, set by the construct ------------------------------------------------
+# --- the functions: their entry points and environment, set by the construct ------------------------
+
+#: The Lambda entry points (the asset's modules ``handler`` and ``reconciler``).
+CONSUMER_HANDLER = "order_consumer.handler.handler"
+RECONCILER_HANDLER = "order_consumer.reconciler.handler"
 
 PROCESSED_EVENTS_TABLE_VARIABLE = "PROCESSED_EVENTS_TABLE"
 ORDER_RECORDS_TABLE_VARIABLE = "ORDER_RECORDS_TABLE"
@@ -83,12 +97,19 @@ TOPIC_ARN_VARIABLE = "TOPIC_ARN"
 DEAD_LETTER_QUEUE_URL_VARIABLE = "DEAD_LETTER_QUEUE_URL"
 #: Seconds a ``sent`` record is kept before DynamoDB's TTL deletes it.
 RECORD_TTL_SECONDS_VARIABLE = "RECORD_TTL_SECONDS"
+#: How long a record is kept when nothing says otherwise: the construct's ``record_retention`` default
+#: and the consumer's when the variable is absent.
+DEFAULT_RECORD_RETENTION_DAYS = 30
+DEFAULT_RECORD_TTL_SECONDS = DEFAULT_RECORD_RETENTION_DAYS * 24 * 3600
 #: The comma-separated fields a key is derived from when a message carries none.
 IDENTITY_FIELDS_VARIABLE = "IDENTITY_FIELDS"
 #: The configured notification attributes: a JSON array of field paths (absent or empty: none).
 NOTIFICATION_ATTRIBUTES_VARIABLE = "NOTIFICATION_ATTRIBUTES"
 #: The notification body, ``thin`` or ``order`` (absent: ``thin``).
 NOTIFICATION_BODY_VARIABLE = "NOTIFICATION_BODY"
+#: Powertools' own variables, which the construct sets: the logs' and metrics' service, the namespace.
+SERVICE_NAME_VARIABLE = "POWERTOOLS_SERVICE_NAME"
+METRICS_NAMESPACE_VARIABLE = "POWERTOOLS_METRICS_NAMESPACE"
 #: The reconciler's only variable on top of the consumer's: how long a record must have been pending.
 RECONCILE_AFTER_VARIABLE = "RECONCILE_AFTER_SECONDS"
 #: What the consumer cannot start without.
