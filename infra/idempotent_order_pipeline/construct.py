@@ -25,7 +25,6 @@ from aws_cdk import (
     aws_iam,
     aws_kms,
     aws_lambda,
-    aws_lambda_event_sources,
     aws_logs,
     aws_sns,
     aws_sqs,
@@ -56,6 +55,8 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_ind
     PENDING_INDEX_NAME,
 )
 from idempotent_order_pipeline.discovery import mark as mark_for_discovery
+from idempotent_order_pipeline.event_source import QueueEventSource
+from idempotent_order_pipeline.library_version import mark_library_version
 from idempotent_order_pipeline.props import (
     DEFAULTS,
     Findings,
@@ -398,6 +399,7 @@ class IdempotentOrderPipeline(Construct):
         # Only the parameters are bound yet: locals() holds the props exactly as given.
         props = PipelineProps.from_arguments(locals())
         super().__init__(scope, construct_id)
+        mark_library_version(self)  # the library's version in the template's Metadata (library_version.py)
         if alarm_action is not None:
             props = replace(props, alarm_actions=(*props.alarm_actions, _deprecated_alarm_action(alarm_action)))
         self._props = props
@@ -651,8 +653,9 @@ class IdempotentOrderPipeline(Construct):
         function = aws_lambda.Function(
             self, "Function", **resources.merged(defaults, resources.function_overrides(props), {})
         )
-        self._event_source = aws_lambda_event_sources.SqsEventSource(
-            self._queue_without_key(),
+        self._event_source = QueueEventSource(  # the mapping's id from the queue, as in 0.2.0 (event_source.py)
+            self.queue,
+            grant_through=self._queue_without_key(),
             batch_size=props.batch_size,
             max_batching_window=props.max_batching_window,
             max_concurrency=props.max_concurrency,

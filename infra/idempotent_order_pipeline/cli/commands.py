@@ -24,6 +24,7 @@ from typing import IO, TYPE_CHECKING, Any
 import click
 from botocore.exceptions import BotoCoreError, ClientError
 
+from idempotent_order_pipeline import __version__
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.batching import MAX_BATCH_ENTRIES
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.message import parse_body
 from idempotent_order_pipeline.cli.aws import (
@@ -78,6 +79,7 @@ from idempotent_order_pipeline.cli.records import (
 )
 from idempotent_order_pipeline.cli.render import age, short, timestamp, to_json
 from idempotent_order_pipeline.cli.sandbox import sandbox
+from idempotent_order_pipeline.cli.upgrade_check import upgrade_check
 from idempotent_order_pipeline.discovery import METADATA_KEY, ROLES
 from idempotent_order_pipeline.errors import InvalidMessageError, InvalidTextError, PermanentError
 from idempotent_order_pipeline.keys import parse_identity_fields
@@ -92,6 +94,7 @@ DEFAULT_MOVE_TASK_TIMEOUT = "15m"
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
+@click.version_option(__version__, "--version", prog_name="order-pipeline", message="%(prog)s %(version)s")
 @click.option(
     "--stack",
     envvar=STACK_ENVIRONMENT_VARIABLE,
@@ -862,6 +865,7 @@ def _expiry(state: Mapping[str, Any]) -> str:
 # Commands in modules of their own.
 cli.add_command(migrate)
 cli.add_command(sandbox)
+cli.add_command(upgrade_check)
 
 
 def main() -> None:

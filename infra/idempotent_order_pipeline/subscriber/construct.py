@@ -25,6 +25,7 @@ from constructs import Construct
 
 from idempotent_order_pipeline import compliance, monitoring, nag, removal
 from idempotent_order_pipeline._subscriber_layer.python.idempotent_subscriber import config
+from idempotent_order_pipeline.library_version import mark_library_version
 from idempotent_order_pipeline.props import DEAD_LETTER_RETENTION, Findings
 from idempotent_order_pipeline.subscriber import findings as subscriber_findings
 from idempotent_order_pipeline.subscriber.layer import runtime_layer
@@ -166,6 +167,7 @@ class IdempotentSubscriber(Construct):
         # Only the parameters are bound yet: locals() holds the props exactly as given.
         props = SubscriberProps.from_arguments(locals())
         super().__init__(scope, construct_id)
+        mark_library_version(self)  # the library's version in the template's Metadata (library_version.py)
         self._props = props = self._validate(props)
         fifo = is_fifo(props)
 
