@@ -36,9 +36,12 @@ JSON_BODY_KEY = "Fn::ToJsonString"
 _TOKEN = re.compile("\ue000(\\d+)\ue001")
 
 
-def normalized(template: Mapping[str, Any]) -> dict[str, Any]:
-    """``template`` (a synthesized or deployed CloudFormation template) as the module docstring says."""
-    result: dict[str, Any] = _normal(template)
+def normalized(template: Mapping[str, Any], *, mask: bool = True) -> dict[str, Any]:
+    """``template`` (a synthesized or deployed CloudFormation template) as the module docstring says;
+    ``mask=False`` keeps the hashes and the bootstrap version (bodies are expanded, keys sorted)."""
+    result: dict[str, Any] = _normal(template, mask)
+    if not mask:
+        return result
     for section, name in (("Parameters", "BootstrapVersion"), ("Rules", "CheckBootstrapVersion")):
         if isinstance(result.get(section), dict) and name in result[section]:
             result[section][name] = BOOTSTRAP_MASK
@@ -50,18 +53,20 @@ def mask_hashes(text: str) -> str:
     return ASSET_HASH.sub(ASSET_MASK, text)
 
 
-def _normal(value: Any) -> Any:
+def _normal(value: Any, mask: bool) -> Any:
     if isinstance(value, str):
         body = _json_body(value)
-        return mask_hashes(value) if body is None else {JSON_BODY_KEY: _normal(body)}
+        if body is not None:
+            return {JSON_BODY_KEY: _normal(body, mask)}
+        return mask_hashes(value) if mask else value
     if isinstance(value, list):
-        return [_normal(item) for item in value]
+        return [_normal(item, mask) for item in value]
     if isinstance(value, Mapping):
         if set(value) == {"Fn::Join"}:
             body = _joined_json_body(value["Fn::Join"])
             if body is not None:
-                return {JSON_BODY_KEY: _normal(body)}
-        return {str(key): _normal(value[key]) for key in sorted(value, key=str)}
+                return {JSON_BODY_KEY: _normal(body, mask)}
+        return {str(key): _normal(value[key], mask) for key in sorted(value, key=str)}
     return value
 
 

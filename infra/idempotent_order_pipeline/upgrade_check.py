@@ -19,8 +19,9 @@ templates; it needs no AWS, no CDK and no cfn-lint. docs/data-loss-gate.md is th
   replaces its event source mapping).
 
 Both templates are first put through :func:`idempotent_order_pipeline.templates.normalized` (JSON
-bodies expanded), and where "before" is a snapshot with masked asset hashes, each mask is compared
-as equal to the hash in "after": a snapshot committed by ``snapshot_template`` is a valid "before".
+bodies expanded, hashes kept), and where "before" is a snapshot with masked asset hashes, each mask
+is compared as equal to the hash in "after": a snapshot committed by ``snapshot_template`` is a valid
+"before" (a change hidden by its masks, a layer's new code, is then not seen: pass real templates).
 
 **Data loss**: :data:`STATEFUL_TYPES` hold data (a table's rows, a queue's messages, a topic's
 subscriptions and publishers, a key's ciphertexts, a log group's events, a bucket's objects).
@@ -194,8 +195,8 @@ def _rules(resource_type: str) -> Mapping[str, Sequence[str]] | None:
 
 def find_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[Change]:
     """Every resource of ``before`` that deploying ``after`` over it replaces or removes (module docstring)."""
-    old_resources = _resources(normalized(before))
-    new_resources = _resources(normalized(after))
+    old_resources = _resources(normalized(before, mask=False))
+    new_resources = _resources(normalized(after, mask=False))
     changes: dict[str, Change] = {}
     for logical_id, old in old_resources.items():
         new = new_resources.get(logical_id)
