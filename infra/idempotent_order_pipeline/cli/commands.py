@@ -831,11 +831,12 @@ def pipelines(ctx: click.Context, as_json: bool) -> None:
     as_json = wants_json(ctx, as_json)
     operator = operator_of(ctx)
     found = operator.stack.pipelines()
+    if not found and not operator.stack.deployed_before_discovery():
+        raise operator.stack.no_pipeline()
     if not found:
         raise OperationsError(
-            f"stack {operator.stack.name!r} holds no IdempotentOrderPipeline (no resource carries "
-            f"'{METADATA_KEY}' metadata: deployed with a version before 0.2.0? the other commands "
-            "then read app.py's stack outputs)"
+            f"stack {operator.stack.name!r} was deployed with a version before 0.2.0: no resource carries "
+            f"'{METADATA_KEY}' metadata, so there is nothing to list; the other commands read its outputs"
         )
     for pipeline in found:
         # Through PipelineResources, so resources handed in (existing_queue=...) are named too.

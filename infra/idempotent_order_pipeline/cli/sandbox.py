@@ -136,7 +136,8 @@ def status(ctx: click.Context, as_json: bool) -> None:
         echo(json.dumps(document))
         return
     echo(f"running: {stand_in.endpoint_url} (region {stand_in.region}, pid {stand_in.pid})")
-    echo(f"env file: {state.env_file}\nlog: {state.log_file}")
+    echo(f"env file: {state.env_file}")
+    echo(f"log: {state.log_file}")
     for mapping in live.get("mappings", []):
         echo(
             f"  {mapping['function']} <- {mapping['queue']}: batch {mapping['batch_size']}, "
