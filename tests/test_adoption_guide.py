@@ -183,7 +183,7 @@ def test_use_it_in_your_own_app_works_as_written_from_the_wheel(tmp_path: Path) 
         # AND the construct came from the installed wheel, the stand-in with it
         site = list((shop / ".venv").glob("lib/python*/site-packages"))
         assert [s for s in site if (s / "idempotent_order_pipeline" / "__init__.py").exists()]
-        assert [s for s in site if (s / "idempotent_order_pipeline.sandbox" / "standin.py").exists()]
+        assert [s for s in site if (s / "idempotent_order_pipeline" / "sandbox" / "standin.py").exists()]
 
         # WHEN the team's snapshot tests run: the first time writing the snapshots, then comparing
         tested = run_block(snapshots, shop, env)
@@ -199,7 +199,12 @@ def test_use_it_in_your_own_app_works_as_written_from_the_wheel(tmp_path: Path) 
         assert version == idempotent_order_pipeline.__version__
         for text in written.values():
             assert json.loads(text)["Metadata"]["idempotent_order_pipeline"]["version"] == version
-        assert '"Fn::ToJsonString"' in written["test_shop.json"]
+        [dashboard, *_] = [
+            resource
+            for resource in json.loads(written["test_shop.json"])["Resources"].values()
+            if resource["Type"] == "AWS::CloudWatch::Dashboard"
+        ]
+        assert isinstance(dashboard["Properties"]["DashboardBody"]["widgets"], list)
 
         # WHEN the stand-in starts and the app is deployed onto it
         deployed = run_block(deploy, shop, env)

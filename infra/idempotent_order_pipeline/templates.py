@@ -11,9 +11,8 @@ valid "before"). It imports nothing of the CDK:
 * the bootstrap version parameter and rule (they follow the CDK version) become :data:`BOOTSTRAP_MASK`;
 * a string that holds a JSON object or array (a dashboard's ``DashboardBody``, an event's input), or
   an ``Fn::Join`` with an empty delimiter that builds one from strings and tokens (``Ref``,
-  ``Fn::GetAtt``, ...), becomes ``{"Fn::ToJsonString": <the object>}``: CloudFormation's own name for
-  "this object, as a JSON string", the tokens kept where they stand (a string mixing text and tokens
-  becomes an ``Fn::Join`` of its pieces);
+  ``Fn::GetAtt``, ...), becomes the object it holds, the tokens kept where they stand (a string mixing
+  text and tokens becomes an ``Fn::Join`` of its pieces): a snapshot is for reading, not deploying;
 * every mapping's keys are sorted.
 
 It is idempotent: normalizing a normalized template changes nothing.
@@ -30,8 +29,6 @@ from typing import Any
 ASSET_HASH = re.compile(r"\b[0-9a-f]{64}\b")
 ASSET_MASK = "<asset-hash>"
 BOOTSTRAP_MASK = "<bootstrap-version>"
-#: The key an expanded JSON body is shown under.
-JSON_BODY_KEY = "Fn::ToJsonString"
 # A token's stand-in while a joined body is parsed: private-use characters JSON text never needs.
 _TOKEN = re.compile("\ue000(\\d+)\ue001")
 
@@ -57,7 +54,7 @@ def _normal(value: Any, mask: bool) -> Any:
     if isinstance(value, str):
         body = _json_body(value)
         if body is not None:
-            return {JSON_BODY_KEY: _normal(body, mask)}
+            return _normal(body, mask)
         return mask_hashes(value) if mask else value
     if isinstance(value, list):
         return [_normal(item, mask) for item in value]
@@ -65,7 +62,7 @@ def _normal(value: Any, mask: bool) -> Any:
         if set(value) == {"Fn::Join"}:
             body = _joined_json_body(value["Fn::Join"])
             if body is not None:
-                return {JSON_BODY_KEY: _normal(body, mask)}
+                return _normal(body, mask)
         return {str(key): _normal(value[key], mask) for key in sorted(value, key=str)}
     return value
 

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from idempotent_order_pipeline.templates import ASSET_MASK, BOOTSTRAP_MASK, JSON_BODY_KEY, normalized
+from idempotent_order_pipeline.templates import ASSET_MASK, BOOTSTRAP_MASK, normalized
 
 if TYPE_CHECKING:
     from aws_cdk import Stack
 
-__all__ = ["ASSET_MASK", "BOOTSTRAP_MASK", "JSON_BODY_KEY", "normalized", "snapshot_template"]
+__all__ = ["ASSET_MASK", "BOOTSTRAP_MASK", "normalized", "snapshot_template"]
 
 
 def snapshot_template(stack: Stack) -> dict[str, Any]:

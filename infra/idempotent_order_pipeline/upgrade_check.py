@@ -70,6 +70,9 @@ SAFE_REASONS: Mapping[str, str] = {
     "AWS::CloudWatch::Dashboard": "a dashboard holds no data (the metrics it shows stay in CloudWatch)",
 }
 GENERIC_SAFE = "holds no data: CloudFormation makes it anew from the template"
+#: Not checked: the CDK's version report (``CDKMetadata``), whose ``Analytics`` change with every CDK
+#: version; it holds nothing and is updated in place.
+IGNORED_TYPES = frozenset({"AWS::CDK::Metadata"})
 #: Conditional create-only properties, and types the table does not know.
 MAY_REPLACE = "may be replaced"
 REPLACE = "replaced"
@@ -127,7 +130,6 @@ class Report:
     verdicts: list[Verdict] = field(default_factory=list)
     #: The library version each template records (None: none recorded).
     versions: tuple[str | None, str | None] = (None, None)
-    unused_acknowledgements: list[str] = field(default_factory=list)
 
     @property
     def blocking(self) -> list[Verdict]:
@@ -201,6 +203,8 @@ def find_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[Ch
     for logical_id, old in old_resources.items():
         new = new_resources.get(logical_id)
         resource_type = str(old.get("Type"))
+        if resource_type in IGNORED_TYPES:
+            continue
         path = _path(old)
         if new is None:
             retained = old.get("DeletionPolicy") in RETAIN_POLICIES

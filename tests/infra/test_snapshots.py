@@ -48,7 +48,7 @@ def test_snapshot_template_masks_hashes_keeps_the_version_and_expands_the_dashbo
     }
     # AND the dashboard's body, a join of JSON text and tokens, is an object with the tokens in place
     [dashboard] = [r for r in result["Resources"].values() if r["Type"] == "AWS::CloudWatch::Dashboard"]
-    body = dashboard["Properties"]["DashboardBody"]["Fn::ToJsonString"]
+    body = dashboard["Properties"]["DashboardBody"]
     assert isinstance(body["widgets"], list)
     assert '"region": {"Ref": "AWS::Region"}' in json.dumps(body)
     # AND every mapping's keys are sorted (a stable order whatever the synth's)

@@ -246,3 +246,12 @@ def test_a_mapping_moved_to_a_new_logical_id_is_safe_but_fails_the_deploy() -> N
     assert not verdict.loses_data
     assert verdict.change.causes == ("its logical id is now MappingB",)
     assert "Lambda refuses a second mapping of one queue and one function" in verdict.reason
+
+
+def test_the_cdks_version_report_is_not_a_change() -> None:
+    # GIVEN a template whose CDKMetadata changed (another CDK version) and was removed in a third
+    before = {"Resources": {"CDKMetadata": {"Type": "AWS::CDK::Metadata", "Properties": {"Analytics": "v2:a"}}}}
+    after = {"Resources": {"CDKMetadata": {"Type": "AWS::CDK::Metadata", "Properties": {"Analytics": "v2:b"}}}}
+    # WHEN the changes are found / THEN neither is one: it holds nothing and updates in place
+    assert upgrade_check.find_changes(before, after) == []
+    assert upgrade_check.find_changes(before, {"Resources": {}}) == []
