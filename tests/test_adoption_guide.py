@@ -248,7 +248,7 @@ def test_use_it_in_your_own_app_works_as_written_from_the_wheel(tmp_path: Path) 
         )
         # AND the rename removes every resource of Payments: its tables, topic and log groups can lose data,
         # its queues were read from the stack and found empty, and the check exited 1
-        removed = re.findall(r"^(DATA-LOSS|SAFE) removed: Payments\w+ \((AWS::[A-Za-z:]+)\)", checked.stdout, re.M)
+        removed = re.findall(r"^(DATA-LOSS|SAFE) removed: Payments\w+ \((AWS::[A-Za-z:]+)[,)]", checked.stdout, re.M)
         losing = sorted(kind for verdict, kind in removed if verdict == "DATA-LOSS")
         assert losing == [
             "AWS::DynamoDB::Table",
