@@ -128,7 +128,7 @@ test: $(STAMP) ## Lint, the data-loss gate, the function tests on python3.14, th
 	$(BIN)/python -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
 
 # BASE: the git ref the change merges into (default: the merge-base of HEAD and main). The gate
-# compares each stage's synthesized template with that ref's snapshot, using `cdk diff`.
+# runs `order-pipeline upgrade-check` on each stage's synthesized template against that ref's snapshot.
 BASE ?=
 .PHONY: diff
 diff: $(STAMP) ## Data-loss gate: fail if a table, queue, topic, log group or key would be replaced or removed vs BASE

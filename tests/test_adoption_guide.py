@@ -36,6 +36,8 @@ from typing import Any
 import boto3
 import pytest
 
+import idempotent_order_pipeline
+
 pytestmark = pytest.mark.e2e
 
 REPO = Path(__file__).resolve().parents[1]
@@ -146,8 +148,9 @@ def _scan(dynamodb: Any, table: str) -> list[dict[str, Any]]:
 
 
 def test_use_it_in_your_own_app_works_as_written_from_the_wheel(tmp_path: Path) -> None:
-    # GIVEN the page's blocks: install, app + synth, stand-in + deploy, orders + result, redrive + stop
-    install, app, deploy, orders, redrive = page_blocks()
+    # GIVEN the page's blocks: install, app + synth, the team's snapshot tests, stand-in + deploy, the upgrade
+    # check, orders + result, redrive + stop
+    install, app, snapshots, deploy, check, orders, redrive = page_blocks()
     # AND a team's shell: no AWS settings, no virtualenv of this checkout; Node and cdk on PATH
     inherited = {
         name: value
@@ -174,11 +177,34 @@ def test_use_it_in_your_own_app_works_as_written_from_the_wheel(tmp_path: Path) 
     shop = work / "shop"
     cli = shop / ".venv" / "bin" / "order-pipeline"
     try:
-        run_block(app, shop, env)
-        # THEN the construct came from the installed wheel, the stand-in with it
+        synthesized = run_block(app, shop, env)
+        # THEN the synth is quiet: cdk.json configures the feature flags
+        assert "feature flags are not configured" not in synthesized.stdout + synthesized.stderr
+        # AND the construct came from the installed wheel, the stand-in with it
         site = list((shop / ".venv").glob("lib/python*/site-packages"))
         assert [s for s in site if (s / "idempotent_order_pipeline" / "__init__.py").exists()]
         assert [s for s in site if (s / "idempotent_order_pipeline" / "sandbox" / "standin.py").exists()]
+
+        # WHEN the team's snapshot tests run: the first time writing the snapshots, then comparing
+        tested = run_block(snapshots, shop, env)
+        # THEN both runs pass, and the snapshots mask every asset hash, keep the library version, and
+        # expand the dashboard's body
+        assert "2 snapshots generated" in tested.stdout, tested.stdout
+        assert tested.stdout.rstrip().splitlines()[-1].startswith("2 passed"), tested.stdout
+        snapshot_dir = shop / "tests" / "__snapshots__" / "test_snapshots"
+        written = {path.name: path.read_text() for path in snapshot_dir.glob("*.json")}
+        assert sorted(written) == ["test_fulfilment.json", "test_shop.json"]
+        assert not re.search(r"\b[0-9a-f]{64}\b", "".join(written.values()))
+        version = run_block(f"{cli} --version", shop, env).stdout.split()[-1]
+        assert version == idempotent_order_pipeline.__version__
+        for text in written.values():
+            assert json.loads(text)["Metadata"]["idempotent_order_pipeline"]["version"] == version
+        [dashboard, *_] = [
+            resource
+            for resource in json.loads(written["test_shop.json"])["Resources"].values()
+            if resource["Type"] == "AWS::CloudWatch::Dashboard"
+        ]
+        assert isinstance(dashboard["Properties"]["DashboardBody"]["widgets"], list)
 
         # WHEN the stand-in starts and the app is deployed onto it
         deployed = run_block(deploy, shop, env)
@@ -214,6 +240,31 @@ def test_use_it_in_your_own_app_works_as_written_from_the_wheel(tmp_path: Path) 
         # AND the FIFO pipeline's queue got its generated .fifo name
         assert sorted(pipelines) == ["Orders", "Payments"]
         assert pipelines["Payments"]["queue"].endswith(".fifo")
+
+        # WHEN the upgrade check runs against the deployed stack: the app as deployed, then with Payments renamed
+        checked = run_block(check, shop, env)
+        summaries = [line for line in checked.stdout.splitlines() if line.startswith("upgrade-check: ")]
+        # THEN the app as deployed replaces and removes nothing
+        assert (
+            summaries[0]
+            == f"upgrade-check: Shop: 0 replaced, 0 removed; no data can be lost; library {version} -> {version}"
+        )
+        # AND the rename removes every resource of Payments: its tables, topic and log groups can lose data,
+        # its queues were read from the stack and found empty, and the check exited 1
+        removed = re.findall(r"^(DATA-LOSS|SAFE) removed: Payments\w+ \((AWS::[A-Za-z:]+)[,)]", checked.stdout, re.M)
+        losing = sorted(kind for verdict, kind in removed if verdict == "DATA-LOSS")
+        assert losing == [
+            "AWS::DynamoDB::Table",
+            "AWS::DynamoDB::Table",
+            "AWS::Logs::LogGroup",
+            "AWS::Logs::LogGroup",
+            "AWS::SNS::Topic",
+        ], checked.stdout
+        assert [kind for verdict, kind in removed if kind == "AWS::SQS::Queue"] == ["AWS::SQS::Queue"] * 2
+        assert checked.stdout.count("the deployed queue was empty when checked") == 2, checked.stdout
+        assert summaries[1].startswith("upgrade-check: Shop: 0 replaced, ")
+        assert "; 5 can lose data; " in summaries[1]
+        assert "upgrade-check exit code 1" in checked.stdout
 
         # WHEN the orders block runs
         result = run_block(orders, shop, env)

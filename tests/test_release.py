@@ -12,8 +12,10 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from packaging.version import Version
 
 import idempotent_order_pipeline
+from tests.compat.released import RELEASE_COMMITS
 
 REPO = Path(__file__).resolve().parents[1]
 #: What the distribution is built from.
@@ -105,7 +107,54 @@ def test_changelog_follows_keep_a_changelog_and_starts_with_this_version() -> No
     assert text.startswith("# Changelog\n")
     assert "https://keepachangelog.com/" in text
     assert releases[0] == ("Unreleased", "")
-    assert releases[1][0] == idempotent_order_pipeline.__version__
-    assert releases[1][1]
+    assert all(date for _, date in releases[1:])
+    # AND the version is the latest release's, or (on main between releases) past it
+    version, latest = Version(idempotent_order_pipeline.__version__), Version(releases[1][0])
+    assert version == latest or (version.is_devrelease and version > latest), (version, latest)
     # AND only Keep a Changelog's kinds of change
     assert kinds <= CHANGE_KINDS
+
+
+def test_main_carries_a_development_version_past_the_last_release() -> None:
+    # GIVEN the releases the changelog and tests/compat name
+    version = Version(idempotent_order_pipeline.__version__)
+    # THEN main's version is past 0.2.0, a PEP 440 development version until it is released
+    assert version > Version(max(RELEASE_COMMITS, key=Version))
+    assert version.is_devrelease
+    assert str(version) == idempotent_order_pipeline.__version__  # normalized as pip prints it
+
+
+@pytest.mark.slow
+def test_each_release_names_its_commit_and_that_commit_is_the_release() -> None:
+    # GIVEN the changelog's release sections
+    text = (REPO / "CHANGELOG.md").read_text()
+    named = dict(re.findall(r"^## \[(\d[^\]]*)\] - \d{4}-\d{2}-\d{2}\n\nCommit `([0-9a-f]{40})`", text, re.M))
+    # THEN every release names its commit, the one tests/compat runs
+    assert named == RELEASE_COMMITS
+    for release, commit in named.items():
+        # AND where the history is in this clone, that commit's __version__ is the release
+        shown = subprocess.run(  # noqa: S603
+            ["git", "show", f"{commit}:infra/idempotent_order_pipeline/__init__.py"],  # noqa: S607
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+        )
+        assert shown.returncode == 0, shown.stderr  # the release's commit is in the history
+        if "__version__" in shown.stdout:  # 0.1.0 had no __version__ yet
+            assert f'__version__ = "{release}"' in shown.stdout, release
+
+
+def test_every_install_reference_in_the_docs_names_the_next_release() -> None:
+    # GIVEN the docs' install references: git URLs at a tag and wheel file names
+    release = Version(idempotent_order_pipeline.__version__).base_version
+    pages = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+    found = [
+        (page.name, match)
+        for page in pages
+        for match in re.findall(
+            r"idempotent-order-pipeline@v([0-9][^'\"\s)]*)|idempotent_order_pipeline-([0-9][^-]*)-py3", page.read_text()
+        )
+    ]
+    # THEN there are some, and each names the release this version becomes
+    assert len(found) >= 3
+    assert {(page, next(filter(None, versions))) for page, versions in found} == {(page, release) for page, _ in found}

@@ -15,8 +15,9 @@ if TYPE_CHECKING:
     from idempotent_order_pipeline.monitoring import AlarmThreshold
     from idempotent_order_pipeline.subscriber import IdempotentSubscriber
 
-#: The distribution's version, defined here only (pyproject.toml reads it; CHANGELOG.md describes it).
-__version__ = "0.2.0"
+#: The distribution's version, defined here only (pyproject.toml reads it; CHANGELOG.md describes it). PEP 440: a
+#: ``.devN`` version on main until the release commit drops the suffix (CHANGELOG.md records each release's commit).
+__version__ = "0.3.0.dev0"
 
 __all__ = ["OUTCOME_METRICS", "AlarmThreshold", "IdempotentOrderPipeline", "IdempotentSubscriber", "__version__"]
 

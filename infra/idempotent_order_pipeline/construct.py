@@ -55,6 +55,7 @@ from idempotent_order_pipeline.core import props as core_props
 from idempotent_order_pipeline.core import sqs_function, tables
 from idempotent_order_pipeline.core.props import WARNING_PREFIX, Findings
 from idempotent_order_pipeline.discovery import mark as mark_for_discovery
+from idempotent_order_pipeline.library_version import mark_library_version
 from idempotent_order_pipeline.props import (
     DEFAULTS,
     PipelineKwargs,
@@ -198,6 +199,7 @@ class IdempotentOrderPipeline(Construct):
     ) -> None:
         props = core_props.given(PipelineProps, kwargs, "IdempotentOrderPipeline")
         super().__init__(scope, construct_id)
+        mark_library_version(self)  # the library's version in the template's Metadata (library_version.py)
         if alarm_action is not None:
             props = replace(props, alarm_actions=(*props.alarm_actions, _deprecated_alarm_action(alarm_action)))
         self._props = props
@@ -431,7 +433,7 @@ class IdempotentOrderPipeline(Construct):
             self, "Function", **resources.merged(defaults, resources.function_overrides(props), {})
         )
         self._event_source = sqs_function.build_event_source(
-            self._queue_without_key(), props, provisioned_pollers=props.provisioned_pollers
+            self.queue, props, grant_through=self._queue_without_key(), provisioned_pollers=props.provisioned_pollers
         )
         if props.snap_start:
             # SnapStart applies to published versions only: the mapping invokes the alias, never $LATEST.

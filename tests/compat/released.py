@@ -1,7 +1,8 @@
 """Released versions' code, frozen as released, run in a child process.
 
-``tests/compat/v0_1_0/lambdas`` is ``git show v0.1.0:lambdas/...`` (tag ``v0.1.0`` = e6c98c4), kept
-as files because tags are not pushed. The released code imports itself as top-level packages
+Releases are named by commit (:data:`RELEASE_COMMITS`; CHANGELOG.md records the same), since tags do not
+travel with the repository. ``tests/compat/v0_1_0/lambdas`` is ``git show <0.1.0's commit>:lambdas/...``,
+kept as files. The released code imports itself as top-level packages
 (``order_events``, ``order_consumer``), which this test process must never do (one import root,
 see ``tests/conftest.py``), so it only ever runs in a child process.
 """
@@ -22,9 +23,14 @@ from moto.server import ThreadedMotoServer
 
 from tests.compat.released_worker import ANSWER
 
+#: Each release's commit (the local tags v0.1.0 and v0.2.0 pointed there; they are not pushed).
+RELEASE_COMMITS = {
+    "0.1.0": "e6c98c4441270d419339736e7050e04964f99d28",
+    "0.2.0": "8a1b99713d0253059de9c1747fc7f903e1fa0c90",
+}
 HERE = Path(__file__).resolve().parent
 V0_1_0 = HERE / "v0_1_0" / "lambdas"
-#: ``git show v0.2.0:infra/idempotent_order_pipeline/_lambda_asset/...`` (tag ``v0.2.0`` = 8a1b997).
+#: ``git show <0.2.0's commit>:infra/idempotent_order_pipeline/_lambda_asset/...``.
 V0_2_0 = HERE / "v0_2_0" / "lambdas"
 WORKER = HERE / "released_worker.py"
 

@@ -1,167 +1,21 @@
-"""The data-loss gate: the CDK CLI's diff against the base's snapshot fails on a stateful replacement.
+"""The data-loss gate (``make diff``): ``order-pipeline upgrade-check`` of every stage against the base's snapshot.
 
-Each case diffs a real synthesized assembly (``cdk diff --app DIR --template SNAPSHOT``) against the
-default configuration's masked template, the form the snapshots are committed in.
+What the check decides is tested in ``test_upgrade_check.py``; here, that the gate runs the shipped
+command on each stage of this repository's app, and that ``make test`` runs the gate.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import re
-import shutil
 from pathlib import Path
-from typing import Any
 
-import aws_cdk as cdk
 import pytest
 
 import data_loss_gate as gate
-from idempotent_order_pipeline import IdempotentOrderPipeline
-from tests.infra.synth import Synthesized, SynthesizedApp, logical_id
-from tests.infra.test_snapshots import masked
-
-STACK = "TestStack"
-
-
-@pytest.fixture(scope="module")
-def base(default_pipeline: Synthesized) -> dict[str, Any]:
-    """The default pipeline's template as its committed snapshot (asset hashes masked)."""
-    return masked(default_pipeline.template_json)
-
-
-def synth_test_stack(outdir: Path, construct_id: str, **props: Any) -> Path:
-    """A ``TestStack`` holding one pipeline (the base's stack name: some logical ids contain it)."""
-    app = cdk.App(outdir=str(outdir))
-    IdempotentOrderPipeline(cdk.Stack(app, STACK), construct_id, **props)
-    app.synth()
-    return outdir
-
-
-@pytest.fixture(scope="module")
-def renamed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The construct id "Orders" instead of "Pipeline"."""
-    return synth_test_stack(tmp_path_factory.mktemp("renamed"), "Orders")
-
-
-@pytest.fixture(scope="module")
-def resized(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """memory_size=1024 instead of the default."""
-    return synth_test_stack(tmp_path_factory.mktemp("resized"), "Pipeline", memory_size=1024)
-
-
-def run(assembly: Path, stack: str, base: dict[str, Any], tmp_path: Path) -> list[gate.Finding]:
-    return diff(assembly, stack, base, tmp_path)[0]
-
-
-def diff(assembly: Path, stack: str, base: dict[str, Any], tmp_path: Path) -> tuple[list[gate.Finding], str]:
-    """The gate's ``cdk diff`` of ``stack`` in ``assembly`` against the snapshot ``base``."""
-    current = json.loads((assembly / f"{stack}.template.json").read_text())
-    return gate.diff_stack(assembly, stack, gate.comparable_snapshot(base, current), tmp_path)
-
-
-@pytest.mark.slow
-def test_changing_the_order_tables_key_fails_the_gate(
-    default_pipeline: Synthesized, base: dict[str, Any], tmp_path: Path
-) -> None:
-    # GIVEN the default assembly with order_records re-keyed by "id"
-    assembly = tmp_path / "rekeyed"
-    shutil.copytree(default_pipeline.template_path.parent, assembly)
-    table = logical_id(default_pipeline.stack, default_pipeline.pipeline.order_records_table)
-    template = json.loads((assembly / f"{STACK}.template.json").read_text())
-    template["Resources"][table]["Properties"]["KeySchema"] = [{"AttributeName": "id", "KeyType": "HASH"}]
-    template["Resources"][table]["Properties"]["AttributeDefinitions"] = [{"AttributeName": "id", "AttributeType": "S"}]
-    (assembly / f"{STACK}.template.json").write_text(json.dumps(template))
-    # WHEN the gate diffs it against the base snapshot
-    findings, output = diff(assembly, STACK, base, tmp_path)
-    verdict = gate.judge(findings, [])
-    # THEN it fails on that table, because the key schema requires replacement
-    assert not verdict.passed
-    [finding] = verdict.blocking
-    assert (finding.logical_id, finding.impact, finding.properties) == (table, "requires replacement", ("KeySchema",))
-    assert "requires replacement: changed KeySchema" in finding.describe()
-    # AND the diff's lines about that table are there for the report
-    assert any("KeySchema (requires replacement)" in line for line in gate.diff_block(output, table))
-
-
-@pytest.mark.slow
-def test_renaming_the_construct_id_fails_the_gate(renamed: Path, base: dict[str, Any], tmp_path: Path) -> None:
-    # GIVEN the construct id "Orders" instead of "Pipeline" (every logical id changes)
-    # WHEN the gate diffs it against the base snapshot
-    verdict = gate.judge(run(renamed, STACK, base, tmp_path), [])
-    # THEN both tables, both queues, the topic and the log group are removed (the defaults retain them all)
-    assert not verdict.passed
-    removed = {(f.resource_type, f.logical_id.rstrip("0123456789ABCDEF"), f.impact) for f in verdict.blocking}
-    assert removed == {
-        ("AWS::DynamoDB::Table", "PipelineProcessedEventsTable", "orphan"),
-        ("AWS::DynamoDB::Table", "PipelineOrderRecordsTable", "orphan"),
-        ("AWS::SQS::Queue", "PipelineQueue", "orphan"),
-        ("AWS::SQS::Queue", "PipelineDeadLetterQueue", "orphan"),
-        ("AWS::SNS::Topic", "PipelineTopic", "orphan"),
-        ("AWS::Logs::LogGroup", "PipelineFunctionLogGroup", "orphan"),
-        ("AWS::Logs::LogGroup", "PipelineReconciliationLogGroup", "orphan"),
-    }
-    assert "renamed construct id" in verdict.blocking[0].describe()
-
-
-@pytest.mark.slow
-def test_changing_a_queue_to_fifo_fails_the_gate(
-    fifo_pipeline: Synthesized, base: dict[str, Any], tmp_path: Path
-) -> None:
-    # GIVEN fifo=True (both queues and the topic become FIFO)
-    # WHEN the gate diffs it against the default's snapshot
-    verdict = gate.judge(run(fifo_pipeline.template_path.parent, STACK, base, tmp_path), [])
-    # THEN the queues and the topic would be replaced, FifoQueue / FifoTopic being why
-    assert not verdict.passed
-    replaced = {(f.resource_type, f.impact): f.properties for f in verdict.blocking}
-    assert "FifoQueue" in replaced[("AWS::SQS::Queue", "requires replacement")]
-    assert "FifoTopic" in replaced[("AWS::SNS::Topic", "requires replacement")]
-
-
-@pytest.mark.slow
-def test_changing_the_memory_size_passes_the_gate(resized: Path, base: dict[str, Any], tmp_path: Path) -> None:
-    # GIVEN memory_size=1024 instead of the default (1769)
-    # WHEN the gate diffs it against the base snapshot
-    findings, output = diff(resized, STACK, base, tmp_path)
-    # THEN nothing is destructive, and the diff did see the change
-    assert findings == []
-    assert gate.judge(findings, []).passed
-    assert "MemorySize" in output
-
-
-def test_an_acknowledged_change_passes_and_an_unreasoned_acknowledgement_is_refused() -> None:
-    # GIVEN a blocking finding
-    finding = gate.Finding("prod/OrderPipeline", "AWS::DynamoDB::Table", "Rows1234", "requires replacement")
-    # WHEN a reasoned line acknowledges it (for one stage, or for every stage)
-    for stack in ("prod/OrderPipeline", "*"):
-        acks = gate.read_acknowledgements(f"# comment\n{stack} Rows1234 re-keyed; rows copied by the migration job\n")
-        verdict = gate.judge([finding], acks)
-        # THEN the gate passes and says why
-        assert verdict.passed
-        assert verdict.acknowledged[0][1].reason == "re-keyed; rows copied by the migration job"
-    # AND an acknowledgement of another stage does not count
-    assert not gate.judge([finding], gate.read_acknowledgements("dev/OrderPipeline Rows1234 a good reason\n")).passed
-    # AND a line without a reason is an error
-    with pytest.raises(gate.GateError, match="expected '<stack> <logical id> <reason>'"):
-        gate.read_acknowledgements("prod/OrderPipeline Rows1234\n")
-
-
-def test_a_stateless_replacement_is_reported_but_allowed() -> None:
-    finding = gate.Finding("prod/OrderPipeline", "AWS::IAM::Role", "Role1", "requires replacement")
-    verdict = gate.judge([finding], [])
-    assert verdict.passed
-    assert verdict.stateless == [finding]
-
-
-def test_unmask_restores_only_the_hashes_the_snapshot_masked(default_pipeline: Synthesized) -> None:
-    # GIVEN the default template and its masked snapshot
-    current = default_pipeline.template_json
-    # WHEN the snapshot is made comparable with the current template
-    restored = gate.comparable_snapshot(masked(current), current)
-    # THEN it is the current template again
-    assert restored == current
-    # AND a real difference beside a hash stays
-    changed = json.loads(json.dumps(masked(current)).replace("<asset-hash>.zip", "<asset-hash>-old.zip"))
-    assert gate.comparable_snapshot(changed, current) != current
+from idempotent_order_pipeline.testing import snapshot_template
+from tests.infra.synth import SynthesizedApp, logical_id
 
 
 @pytest.mark.slow
@@ -171,15 +25,40 @@ def test_the_gate_passes_the_app_against_its_committed_snapshots(
     # GIVEN app.py's synthesized stages and the snapshots committed at HEAD
     # WHEN the gate runs as `make diff BASE=HEAD` does
     code = gate.main(["--base", "HEAD", "--assembly", str(synthesized_app.outdir), "--work-dir", str(tmp_path / "w")])
-    # THEN every stage was compared, and nothing is lost
+    # THEN every stage was checked by upgrade-check, and nothing can be lost
     output = capsys.readouterr().out
     assert code == 0, output
-    assert "prod/OrderPipeline: compared with" in output
     assert set(gate.STAGE_SNAPSHOTS) == set(synthesized_app.stages)
+    for stack in ("dev/OrderPipeline", "prod/OrderPipeline"):
+        assert f"{stack}: upgrade-check against " in output
+        assert f"  upgrade-check: {stack}: 0 replaced, 0 removed; no data can be lost; " in output
     assert "The data-loss gate passed" in output
 
 
-def test_make_test_runs_the_gate() -> None:
+@pytest.mark.slow
+def test_the_gate_fails_a_stage_whose_table_is_rekeyed(synthesized_app: SynthesizedApp, tmp_path: Path) -> None:
+    # GIVEN the prod stage's snapshot as the base, and its template with the order table re-keyed
+    prod = synthesized_app.stages["prod"]
+    before = tmp_path / "before.json"
+    before.write_text(json.dumps(snapshot_template(prod.stack)))
+    table = logical_id(prod.stack, prod.pipeline.order_records_table)
+    template = copy.deepcopy(prod.template_json)
+    template["Resources"][table]["Properties"]["KeySchema"] = [{"AttributeName": "id", "KeyType": "HASH"}]
+    after = tmp_path / "after.json"
+    after.write_text(json.dumps(template))
+    # WHEN the gate checks the stage, without and with an acknowledgement
+    failed = gate.check_stage("prod/OrderPipeline", before, after, tmp_path / "none")
+    acknowledged = tmp_path / "acknowledged"
+    acknowledged.write_text(f"prod/OrderPipeline {table} re-keyed by id; the rows are copied first\n")
+    passed = gate.check_stage("prod/OrderPipeline", before, after, acknowledged)
+    # THEN it fails on that table, and passes once the change is acknowledged with its reason
+    assert failed.exit_code == 1
+    assert f"DATA-LOSS replaced: {table} (AWS::DynamoDB::Table): KeySchema changed: " in failed.output
+    assert passed.exit_code == 0, passed.output
+    assert "; acknowledged: re-keyed by id; the rows are copied first" in passed.output
+
+
+def test_make_test_runs_the_gate_and_the_gate_runs_upgrade_check() -> None:
     # GIVEN the Makefile, WHEN its test target is read (its prerequisites and its recipe's lines, where
     # a sub-make runs the lint, the gate and the tool venvs two at a time)
     makefile = (gate.REPO_ROOT / "Makefile").read_text()
@@ -192,3 +71,5 @@ def test_make_test_runs_the_gate() -> None:
     assert "diff" in prerequisites + sub_make
     assert diff_recipe is not None
     assert "-m data_loss_gate" in diff_recipe[1]
+    # AND the gate's check is the shipped command
+    assert gate.UPGRADE_CHECK[-3:] == ("-m", "idempotent_order_pipeline.cli", "upgrade-check")

@@ -483,3 +483,18 @@ def test_event_source_batching_and_concurrency_follow_the_props(cmk_pipeline: Sy
             "FunctionResponseTypes": ["ReportBatchItemFailures"],
         },
     )
+
+
+def test_the_event_source_mapping_keeps_its_logical_id_with_a_customer_managed_key(
+    default_pipeline: Synthesized, cmk_pipeline: Synthesized
+) -> None:
+    # GIVEN a pipeline without and one with a customer-managed key (the same construct path)
+    def mapping(synthesized: Synthesized) -> str:
+        [logical] = resources_of_type(synthesized.template_json, "AWS::Lambda::EventSourceMapping")
+        return logical
+
+    # WHEN their mappings' logical ids are read
+    # THEN they are the same, named after the queue as 0.2.0 named them (not after the keyless view
+    # of the queue the grant goes through, which gave an upgrade a new mapping on the same queue)
+    assert mapping(cmk_pipeline) == mapping(default_pipeline)
+    assert mapping(cmk_pipeline).startswith("PipelineFunctionSqsEventSourceTestStackPipelineQueue")

@@ -1,4 +1,4 @@
-"""Snapshots of ``IdempotentSubscriber``'s template (asset hashes masked), one per meaningful configuration.
+"""Snapshots of ``IdempotentSubscriber``'s template (``snapshot_template``), one per meaningful configuration.
 
 Apart from ``test_subscriber.py`` so that ``make test-min`` (another aws-cdk-lib) can leave them out,
 as it leaves out the pipeline's. Refresh after a deliberate change with ``make snapshot-update``.
@@ -6,17 +6,14 @@ as it leaves out the pipeline's. Refresh after a deliberate change with ``make s
 
 from __future__ import annotations
 
-from typing import Any
-
 import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_cloudwatch_actions, aws_sns
-from aws_cdk.assertions import Template
 from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
 
 from idempotent_order_pipeline import IdempotentSubscriber
-from tests.infra.test_snapshots import masked
+from idempotent_order_pipeline.testing import snapshot_template
 from tests.infra.test_subscriber import CODE, TOPIC_ARN, on_topic
 
 
@@ -25,15 +22,11 @@ def snapshot_json(snapshot: SnapshotAssertion) -> SnapshotAssertion:
     return snapshot.use_extension(JSONSnapshotExtension)
 
 
-def _template(stack: cdk.Stack) -> dict[str, Any]:
-    return masked(Template.from_stack(stack).to_json())
-
-
 def test_snapshot_subscriber_default(snapshot_json: SnapshotAssertion) -> None:
     # GIVEN a subscriber of an imported topic, every optional prop at its default
     stack, _ = on_topic()
-    # WHEN the template is masked / THEN it matches the reviewed snapshot
-    assert _template(stack) == snapshot_json
+    # WHEN snapshot_template makes it a snapshot / THEN it matches the reviewed snapshot
+    assert snapshot_template(stack) == snapshot_json
 
 
 def test_snapshot_subscriber_fifo_body_filter_and_alarm_action(snapshot_json: SnapshotAssertion) -> None:
@@ -57,5 +50,5 @@ def test_snapshot_subscriber_fifo_body_filter_and_alarm_action(snapshot_json: Sn
         runbook_url="https://runbooks.example.com/fraud",
         removal_policy=cdk.RemovalPolicy.DESTROY,
     )
-    # WHEN the template is masked / THEN it matches the reviewed snapshot
-    assert _template(stack) == snapshot_json
+    # WHEN snapshot_template makes it a snapshot / THEN it matches the reviewed snapshot
+    assert snapshot_template(stack) == snapshot_json

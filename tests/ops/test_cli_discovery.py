@@ -338,11 +338,29 @@ def test_a_stack_without_pipelines_says_so(shop: Shop) -> None:
     # WHEN its pipelines are listed, or a command needs one
     listed = CliRunner().invoke(cli, ["--stack", "Plain", "pipelines"], obj=AwsClients())
     listing = CliRunner().invoke(cli, ["--stack", "Plain", "dlq", "list"], obj=AwsClients())
-    # THEN both fail with what is missing
+    # THEN both fail saying the stack holds no pipeline (not that it was deployed before 0.2.0), and what to do
+    no_pipeline = (
+        "Error: stack 'Plain' holds no IdempotentOrderPipeline: none of its resources carries the construct's "
+        "'idempotent_order_pipeline' metadata and it has none of the outputs a pipeline stack of 0.1.0 had; pass the "
+        "stack that holds the pipeline as --stack NAME\n"
+    )
+    assert (listed.exit_code, listed.output) == (1, no_pipeline)
+    assert (listing.exit_code, listing.output) == (1, no_pipeline)
+
+
+def test_a_stack_deployed_before_0_2_0_is_named_so(shop: Shop) -> None:
+    # GIVEN a stack with app.py's outputs of 0.1.0 and no marked resource
+    template = {
+        "Resources": {"Q": {"Type": "AWS::SQS::Queue"}},
+        "Outputs": {"QueueUrl": {"Value": {"Ref": "Q"}}},
+    }
+    boto3.client("cloudformation").create_stack(StackName="Old", TemplateBody=json.dumps(template))
+    # WHEN its pipelines are listed
+    listed = CliRunner().invoke(cli, ["--stack", "Old", "pipelines"], obj=AwsClients())
+    # THEN it is named a stack of a version before 0.2.0, read through its outputs
     assert listed.exit_code == 1
-    assert "holds no IdempotentOrderPipeline" in listed.output
-    assert listing.exit_code == 1
-    assert "has no output 'DeadLetterQueueUrl'" in listing.output
+    assert "was deployed with a version before 0.2.0" in listed.output
+    assert "the other commands read its outputs" in listed.output
 
 
 def test_resources_handed_in_are_found_through_the_function() -> None:

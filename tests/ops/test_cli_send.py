@@ -92,6 +92,10 @@ def test_invalid_lines_fail_the_whole_send_by_default(ops: OpsWorld) -> None:
     # THEN nothing is sent, the command fails and names every invalid line with its reason
     assert result.exit_code == 1
     assert "line 2: invalid: INVALID_MESSAGE: body is not valid JSON" in result.stderr
+    # AND a malformed line names one line number, its own (the JSON error's position is a column)
+    [malformed] = [line for line in result.stderr.splitlines() if line.startswith("line 2: ")]
+    assert malformed.endswith("body is not valid JSON: Expecting property name enclosed in double quotes at column 2")
+    assert malformed.count("line") == 1
     assert "line 3: invalid: INVALID_MESSAGE" in result.stderr
     assert "order_id" in result.stderr
     assert "line 5: invalid: INVALID_MESSAGE: body must be a JSON object" in result.stderr

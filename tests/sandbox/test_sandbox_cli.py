@@ -47,6 +47,31 @@ def test_status_of_a_state_dir_where_nothing_runs_exits_1(tmp_path: Path) -> Non
     assert result.output == f"not running (state dir {tmp_path})\n"
 
 
+def test_status_of_a_running_stand_in_is_one_line_per_fact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN a stand-in that runs (its process faked) and runs one mapping
+    from idempotent_order_pipeline.sandbox import control
+
+    class Running:
+        pid, endpoint_url, region = 4242, "http://localhost:4566", "eu-west-1"
+
+        def status(self) -> dict[str, object]:
+            mapping = {"function": "consumer", "queue": "orders", "batch_size": 10, "invocations": 3}
+            return {"mappings": [{**mapping, "function_errors": {}}], "schedules": [], "problems": []}
+
+    monkeypatch.setattr(control, "running", lambda state: Running())
+    # WHEN its status is asked
+    result = CliRunner().invoke(cli, ["sandbox", "--state-dir", str(tmp_path), "status"])
+    # THEN each fact is a line of its own: no line carries an escaped newline
+    assert result.exit_code == 0, result.output
+    assert "\\u000a" not in result.output
+    assert result.output.splitlines() == [
+        "running: http://localhost:4566 (region eu-west-1, pid 4242)",
+        f"env file: {tmp_path / 'sandbox.env'}",
+        f"log: {tmp_path / 'sandbox.log'}",
+        "  consumer <- orders: batch 10, 3 invocation(s), 0 error(s)",
+    ]
+
+
 def test_the_cdk_cli_named_is_made_absolute_and_a_missing_one_is_named(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

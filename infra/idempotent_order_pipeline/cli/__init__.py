@@ -16,7 +16,8 @@ what was found. A stack deployed before the metadata existed is read through ``a
 * ``pending``           state records stuck in ``pending`` (``--resend`` re-enqueues their orders);
 * ``migrate``           state records of older releases into today's shape (:mod:`.migrate`);
 * ``smoke``             the acceptance check of a deployment: canary orders through it, then removed;
-* ``sandbox``           ``start|status|wait|stop`` the local stand-in for AWS (the ``sandbox`` extra).
+* ``sandbox``           ``start|status|wait|stop`` the local stand-in for AWS (the ``sandbox`` extra);
+* ``upgrade-check``     what a deploy replaces or removes, exit 1 where data can be lost (:mod:`.upgrade_check`).
 
 Modules: :mod:`.aws` (clients, the stack, the pipeline's resources), :mod:`.dead_letters` (peek and redrive),
 :mod:`.records` (the two tables), :mod:`.inbox` (``smoke``'s temporary subscription), :mod:`.errors`,

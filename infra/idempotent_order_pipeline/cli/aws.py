@@ -182,6 +182,20 @@ class Stack:
             )
         return outputs[key]
 
+    def deployed_before_discovery(self) -> bool:
+        """Whether the stack carries outputs of a pipeline stack deployed before 0.2.0 (``app.py``'s outputs)."""
+        return bool(set(LEGACY_OUTPUTS.values()) & set(self.outputs))
+
+    def no_pipeline(self) -> PipelineNotFoundError:
+        """The error for a stack that holds no pipeline at all: neither marked resources nor 0.1.0's outputs."""
+        from idempotent_order_pipeline.discovery import METADATA_KEY
+
+        return PipelineNotFoundError(
+            f"stack {self.name!r} holds no IdempotentOrderPipeline: none of its resources carries the construct's "
+            f"'{METADATA_KEY}' metadata and it has none of the outputs a pipeline stack of 0.1.0 had; pass the "
+            "stack that holds the pipeline as --stack NAME"
+        )
+
     def pipelines(self) -> list[DiscoveredPipeline]:
         """Every ``IdempotentOrderPipeline`` of the stack: its template's marks, its physical ids.
 
@@ -267,6 +281,8 @@ class PipelineResources:
             return self.explicit[role]
         pipeline = self.pipeline()
         if pipeline is None:
+            if not self.stack.deployed_before_discovery():
+                raise self.stack.no_pipeline()
             return self.stack.output(LEGACY_OUTPUTS[role])
         if role not in pipeline.logical_ids and role != "function":
             # Not created by the pipeline's stack (``existing_queue=...`` and the like): the

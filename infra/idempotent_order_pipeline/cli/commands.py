@@ -23,6 +23,7 @@ from typing import IO, TYPE_CHECKING, Any
 import click
 from botocore.exceptions import BotoCoreError, ClientError
 
+from idempotent_order_pipeline import __version__
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.batching import MAX_BATCH_ENTRIES
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.message import parse_body
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.names import STATUS_ATTRIBUTE, Status
@@ -82,6 +83,7 @@ from idempotent_order_pipeline.cli.records import (
 from idempotent_order_pipeline.cli.render import age, short, timestamp, to_json
 from idempotent_order_pipeline.cli.sandbox import sandbox
 from idempotent_order_pipeline.cli.smoke import smoke
+from idempotent_order_pipeline.cli.upgrade_check import upgrade_check
 from idempotent_order_pipeline.discovery import METADATA_KEY, ROLES
 from idempotent_order_pipeline.errors import (
     InvalidMessageError,
@@ -101,6 +103,7 @@ DEFAULT_MOVE_TASK_TIMEOUT = "15m"
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
+@click.version_option(__version__, "--version", prog_name="order-pipeline", message="%(prog)s %(version)s")
 @click.option(
     "--stack",
     envvar=STACK_ENVIRONMENT_VARIABLE,
@@ -887,11 +890,12 @@ def pipelines(ctx: click.Context, as_json: bool) -> None:
     as_json = wants_json(ctx, as_json)
     operator = operator_of(ctx)
     found = operator.stack.pipelines()
+    if not found and not operator.stack.deployed_before_discovery():
+        raise operator.stack.no_pipeline()
     if not found:
         raise OperationsError(
-            f"stack {operator.stack.name!r} holds no IdempotentOrderPipeline (no resource carries "
-            f"'{METADATA_KEY}' metadata: deployed with a version before 0.2.0? the other commands "
-            "then read app.py's stack outputs)"
+            f"stack {operator.stack.name!r} was deployed with a version before 0.2.0: no resource carries "
+            f"'{METADATA_KEY}' metadata, so there is nothing to list; the other commands read its outputs"
         )
     for pipeline in found:
         # Through PipelineResources, so resources handed in (existing_queue=...) are named too.
@@ -922,6 +926,7 @@ def _expiry(state: Mapping[str, Any]) -> str:
 cli.add_command(migrate)
 cli.add_command(sandbox)
 cli.add_command(smoke)
+cli.add_command(upgrade_check)
 
 
 def main() -> None:

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import re
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import ClientError, NoCredentialsError
+
+from idempotent_order_pipeline.cli.sandbox import DEFAULT_STATE_DIR
 
 #: The longest endpoint message kept; beyond it, an emulator's page or a stack trace, not a reason.
 MAX_ENDPOINT_MESSAGE = 200
@@ -18,6 +20,14 @@ _TAG = re.compile(r"<[^>]*>")
 # How botocore words a ClientError (``str(exc)``), wherever it ended up in a message: the code is what counts.
 _BOTOCORE_WORDING = re.compile(
     r"An error occurred \((?P<code>[^)]*)\) when calling the \w+ operation(?: \(reached max retries: \d+\))?: "
+)
+
+
+#: What a command says after botocore's "Unable to locate credentials".
+NO_CREDENTIALS_HINT = (
+    "set AWS credentials (AWS_PROFILE or --profile, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, ...); for the "
+    f"local stand-in, source the env file `order-pipeline sandbox start` printed ({DEFAULT_STATE_DIR}/sandbox.env "
+    "in the directory it ran in), which sets its credentials and AWS_ENDPOINT_URL"
 )
 
 
@@ -66,6 +76,8 @@ def endpoint_message(text: str) -> str:
 
 def describe(exc: BaseException) -> str:
     """What an AWS call's failure says, reduced to ``Code: message`` (the code alone when the message repeats it)."""
+    if isinstance(exc, NoCredentialsError):
+        return f"{endpoint_message(str(exc))}: {NO_CREDENTIALS_HINT}"
     if not isinstance(exc, ClientError):
         return endpoint_message(str(exc))
     error = exc.response.get("Error", {})

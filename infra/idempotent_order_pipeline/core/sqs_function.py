@@ -25,6 +25,7 @@ from aws_cdk import (
 from constructs import Construct
 
 from idempotent_order_pipeline import monitoring
+from idempotent_order_pipeline.core.event_source import QueueEventSource
 from idempotent_order_pipeline.core.rules import DEAD_LETTER_RETENTION
 
 if TYPE_CHECKING:
@@ -149,24 +150,29 @@ def build_event_source(
     queue: aws_sqs.IQueue,
     props: SqsFunctionProps,
     *,
+    grant_through: aws_sqs.IQueue | None = None,
     provisioned_pollers: aws_lambda.ProvisionedPollerConfig | None = None,
 ) -> aws_lambda_event_sources.SqsEventSource:
     """The queue as the function's event source, as ``props`` shape it: partial batch responses always on,
     and the ``EventCount`` metrics (polled, filtered out, invoked, failed, deleted; billed as custom
-    metrics) unless ``event_source_metrics`` is off."""
-    return aws_lambda_event_sources.SqsEventSource(
-        queue,
-        batch_size=props.batch_size,
-        max_batching_window=props.max_batching_window,
-        max_concurrency=props.max_concurrency,
-        provisioned_poller_config=provisioned_pollers,
-        report_batch_item_failures=True,
-        metrics_config=(
-            aws_lambda.MetricsConfig(metrics=[aws_lambda.MetricType.EVENT_COUNT])
-            if props.event_source_metrics
-            else None
+    metrics) unless ``event_source_metrics`` is off.
+
+    ``grant_through``: another view of the queue the consume grant goes through (the pipeline's keyless
+    view, :class:`~.event_source.QueueEventSource`); the mapping is named after ``queue`` either way.
+    """
+    options: dict[str, Any] = {
+        "batch_size": props.batch_size,
+        "max_batching_window": props.max_batching_window,
+        "max_concurrency": props.max_concurrency,
+        "provisioned_poller_config": provisioned_pollers,
+        "report_batch_item_failures": True,
+        "metrics_config": (
+            aws_lambda.MetricsConfig(metrics=[aws_lambda.MetricType.EVENT_COUNT]) if props.event_source_metrics else None
         ),
-    )
+    }
+    if grant_through is not None:
+        return QueueEventSource(queue, grant_through=grant_through, **options)
+    return aws_lambda_event_sources.SqsEventSource(queue, **options)
 
 
 def add_standard_alarms(

@@ -23,6 +23,7 @@ from idempotent_order_pipeline.core import props as core_props
 from idempotent_order_pipeline.core import sqs_function, tables
 from idempotent_order_pipeline.core.props import Findings
 from idempotent_order_pipeline.core.rules import derived_visibility_timeout, whole_seconds_text
+from idempotent_order_pipeline.library_version import mark_library_version
 from idempotent_order_pipeline.subscriber import findings as subscriber_findings
 from idempotent_order_pipeline.subscriber.layer import runtime_layer
 from idempotent_order_pipeline.subscriber.props import (
@@ -89,6 +90,7 @@ class IdempotentSubscriber(Construct):
     def __init__(self, scope: Construct, construct_id: str, **kwargs: Unpack[SubscriberKwargs]) -> None:
         props = core_props.given(SubscriberProps, kwargs, "IdempotentSubscriber")
         super().__init__(scope, construct_id)
+        mark_library_version(self)  # the library's version in the template's Metadata (library_version.py)
         self._props = props = self._validate(props)
         queue_defaults = sqs_function.queue_defaults(fifo=props.fifo, removal_policy=props.removal_policy)
 

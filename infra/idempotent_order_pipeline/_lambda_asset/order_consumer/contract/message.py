@@ -191,7 +191,12 @@ def parse_body(body: str) -> dict[str, Any]:
         )
     except InvalidMessageError:
         raise
-    except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
+    except json.JSONDecodeError as exc:
+        # Where in the body, by column on a one-line body: a caller numbering its own lines (the CLI's
+        # send) then names one line number, not its own and JSON's "line 1".
+        where = f"column {exc.colno}" if exc.lineno == 1 else f"line {exc.lineno} column {exc.colno} of the body"
+        raise InvalidMessageError(f"body is not valid JSON: {exc.msg} at {where}"[:300]) from exc
+    except (ValueError, RecursionError) as exc:
         raise InvalidMessageError(f"body is not valid JSON: {exc}"[:300]) from exc
     if not isinstance(order, dict):
         if isinstance(order, _BadNumber):
