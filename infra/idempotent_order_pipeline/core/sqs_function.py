@@ -167,7 +167,9 @@ def build_event_source(
         "provisioned_poller_config": provisioned_pollers,
         "report_batch_item_failures": True,
         "metrics_config": (
-            aws_lambda.MetricsConfig(metrics=[aws_lambda.MetricType.EVENT_COUNT]) if props.event_source_metrics else None
+            aws_lambda.MetricsConfig(metrics=[aws_lambda.MetricType.EVENT_COUNT])
+            if props.event_source_metrics
+            else None
         ),
     }
     if grant_through is not None:
