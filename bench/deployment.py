@@ -17,12 +17,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.metric_names import (
+    EVENT_SOURCE_METRICS,
+    OUTCOME_METRICS,
+    RECONCILER_METRICS,
+)
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.names import CONSUMER_HANDLER, RECONCILER_HANDLER
 from idempotent_order_pipeline.core.schedule import rate_seconds
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 #: Consumer and reconciler entry points (the asset's contract).
-CONSUMER_HANDLER = "order_consumer.handler.handler"
-RECONCILER_HANDLER = "order_consumer.reconciler.handler"
 
 
 def _of_type(template: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
@@ -42,7 +46,30 @@ def _rate_seconds(expression: str) -> int:
     return seconds
 
 
-def facts(template: dict[str, Any], *, custom_metrics: int) -> dict[str, Any]:
+def custom_metric_count(template: dict[str, Any]) -> int:
+    """The custom metrics a deployed pipeline publishes, each billed monthly (free tier ignored).
+
+    The consumer's outcome metrics (plus ``SchemaViolations`` with an order schema, which the
+    function's discovery mark shows), the reconciler's when it is deployed, and the EventCount metrics
+    of every event source mapping that reports them (``MetricsConfig``).
+    """
+    functions = _of_type(template, "AWS::Lambda::Function").values()
+    handlers = {f["Properties"].get("Handler"): f for f in functions}
+    count = 0
+    consumer = handlers.get(CONSUMER_HANDLER)
+    if consumer is not None:
+        count += len(OUTCOME_METRICS)
+        if "order_schema" in consumer.get("Metadata", {}).get("idempotent_order_pipeline", {}):
+            count += 1  # SchemaViolations
+    if RECONCILER_HANDLER in handlers:
+        count += len(RECONCILER_METRICS)
+    for mapping in _of_type(template, "AWS::Lambda::EventSourceMapping").values():
+        if "EventCount" in mapping["Properties"].get("MetricsConfig", {}).get("Metrics", []):
+            count += len(EVENT_SOURCE_METRICS)
+    return count
+
+
+def facts(template: dict[str, Any]) -> dict[str, Any]:
     """What the bench needs of one pipeline's template (exactly one pipeline, as the default app has)."""
     tables = {}
     for resource in _of_type(template, "AWS::DynamoDB::Table").values():
@@ -73,7 +100,7 @@ def facts(template: dict[str, Any], *, custom_metrics: int) -> dict[str, Any]:
         "alarms": len(alarms),
         "alarm_metrics": sum(_alarm_metrics(alarm) for alarm in alarms),
         "dashboards": len(_of_type(template, "AWS::CloudWatch::Dashboard")),
-        "custom_metrics": custom_metrics,
+        "custom_metrics": custom_metric_count(template),
     }
 
 
@@ -81,14 +108,13 @@ def synthesize() -> dict[str, Any]:
     """The default pipeline's facts (imports the CDK: run in its own process, see :func:`load`)."""
     import aws_cdk as cdk
 
-    from idempotent_order_pipeline import OUTCOME_METRICS, IdempotentOrderPipeline
-    from idempotent_order_pipeline._lambda_asset.order_consumer.contract.metric_names import RECONCILER_METRICS
+    from idempotent_order_pipeline import IdempotentOrderPipeline
 
     app = cdk.App()
     stack = cdk.Stack(app, "Bench")
     IdempotentOrderPipeline(stack, "Pipeline")
     template = app.synth().get_stack_by_name("Bench").template
-    return facts(template, custom_metrics=len(OUTCOME_METRICS) + len(RECONCILER_METRICS))
+    return facts(template)
 
 
 def load() -> dict[str, Any]:

@@ -155,7 +155,7 @@ def test_use_it_in_your_own_app_works_as_written_from_the_wheel(tmp_path: Path) 
     inherited = {
         name: value
         for name, value in os.environ.items()
-        if not name.startswith(("AWS_", "PYTHON", "VIRTUAL_ENV", "ORDER_PIPELINE_"))
+        if not name.startswith(("AWS_", "PYTHON", "PYTEST_", "VIRTUAL_ENV", "ORDER_PIPELINE_"))
     }
     dev_bin = str(Path(sys.executable).parent)
     path = [entry for entry in inherited.get("PATH", "").split(os.pathsep) if entry and entry != dev_bin]

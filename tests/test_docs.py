@@ -94,3 +94,20 @@ def test_readme_headline_figures_are_the_results_of_the_benchmark() -> None:
     block = headline(results)
     # THEN the README holds exactly that block
     assert block in README.read_text(encoding="utf-8")
+
+
+def test_readme_names_every_venv_the_first_run_creates() -> None:
+    # GIVEN the Makefile's venv target: the stamps it depends on, each the stamp of one venv directory
+    makefile = (REPO / "Makefile").read_text(encoding="utf-8")
+    venvs = dict(re.findall(r"^(\w+)_VENV := (\S+)$", makefile, flags=re.MULTILINE))
+    prerequisites = re.search(r"^venv: ([^#]+)##", makefile, flags=re.MULTILINE)
+    assert prerequisites is not None
+    created = {".venv"} | {
+        venvs[name] for name in re.findall(r"\$\((\w+)_STAMP\)", prerequisites.group(1)) if name in venvs
+    }
+    assert len(created) >= 3
+    # WHEN the README's set-up paragraph is read
+    paragraph = " ".join(README.read_text(encoding="utf-8").split("the first run creates", 1)[1].split("\n\n")[0].split())
+    # THEN it names each of them, and no other venv
+    named = set(re.findall(r"`(\.venv[\w-]*)`", paragraph))
+    assert named == created, (named, created)

@@ -31,6 +31,9 @@ from aws_cdk import Duration, aws_cloudwatch, aws_dynamodb, aws_lambda, aws_sns,
 from constructs import Construct
 
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract import metric_names
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.metric_names import (
+    EVENT_SOURCE_METRICS as EVENT_SOURCE_METRICS,  # re-exported: the construct and the tests name them here
+)
 
 PERIOD = Duration.minutes(1)
 # The operations the handler performs on each table (CloudWatch's Operation dimension).
@@ -57,15 +60,6 @@ ALARM_KEYS = (
 )
 #: The alarms only a pipeline with an ``order_schema`` has.
 SCHEMA_ALARM_KEYS = ("schema_violations",)
-#: The event source mapping's EventCount metrics for an SQS source (namespace AWS/Lambda, dimension
-#: EventSourceMappingUUID), published with ``event_source_metrics`` (billed as custom metrics).
-EVENT_SOURCE_METRICS = (
-    "PolledEventCount",
-    "FilteredOutEventCount",
-    "InvokedEventCount",
-    "FailedInvokeEventCount",
-    "DeletedEventCount",
-)
 #: ``messages_polled_not_deleted`` looks at windows this long, so a batch still in flight (up to
 #: 15 minutes of function timeout) is not counted as never deleted.
 POLLED_NOT_DELETED_PERIOD = Duration.minutes(5)

@@ -7,7 +7,9 @@ seen. Counts only, never times: speed belongs to ``make bench``.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -59,3 +61,18 @@ def test_a_batch_of_ten_duplicates_costs_one_call_each(world: World) -> None:
     }
     # THEN one transaction each, nothing else
     assert calls == {"TransactWriteItems": 10}
+
+
+def test_the_readme_diagram_names_the_calls_a_batch_makes(make_world: Any) -> None:
+    # GIVEN the README's diagram: the operations on the consumer's edges to the tables and the topic
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    edges = re.findall(r'^\s*fn -- "([^"]+)" --> (pe|orders|topic)\b', readme, flags=re.MULTILINE)
+    named = {word for label, _ in edges for word in re.findall(r"\b[A-Z][a-z]+(?:[A-Z][a-z]+)+\b", label)}
+    # AND ten new orders delivered in one batch, every call counted
+    world = make_world()
+    calls = count_calls(world)
+    assert world.invoke([sqs_record({"order_id": f"o-{i}", "event_id": f"evt-{i}"}) for i in range(10)]) == {
+        "batchItemFailures": []
+    }
+    # THEN the diagram names exactly the DynamoDB and SNS operations the batch sent
+    assert named == set(calls), (named, calls)

@@ -10,7 +10,8 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk.assertions import Template
 
-from bench.prices import PRICES
+from bench import deployment
+from bench.prices import PRICES, fixed_monthly
 from idempotent_order_pipeline import OUTCOME_METRICS, AlarmThreshold, IdempotentOrderPipeline
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.metric_names import RECONCILER_METRICS
 from idempotent_order_pipeline.monitoring import ALARM_KEYS, DEFAULT_RUNBOOK, EVENT_SOURCE_METRICS, SCHEMA_ALARM_KEYS
@@ -420,24 +421,30 @@ def alarm_metric_count(template: dict[str, Any]) -> int:
     return count
 
 
-def test_docs_cost_line_matches_the_default_template(default_pipeline: Synthesized) -> None:
-    # GIVEN the default template and the cost line of docs/operations.md
-    page = " ".join((REPO / "docs" / "operations.md").read_text().split())
+def test_the_fixed_monthly_cost_is_one_figure_in_the_bench_the_runbook_and_the_readme(
+    default_pipeline: Synthesized,
+) -> None:
+    # GIVEN the default template, counted by the bench's own rules (bench.deployment.facts, bench.prices)
     template = default_pipeline.template_json
+    counted = deployment.facts(template)
+    fixed = fixed_monthly(counted)
     alarms = len(resources_of_type(template, "AWS::CloudWatch::Alarm"))
-    metrics = alarm_metric_count(template)
-    dashboards = len(resources_of_type(template, "AWS::CloudWatch::Dashboard"))
-    # WHEN the monthly cost of the defaults is computed from it
-    # the reconciler and the event source mapping's metrics are on by default
-    custom = len(OUTCOME_METRICS) + len(RECONCILER_METRICS) + len(EVENT_SOURCE_METRICS)
-    total = metrics * ALARM_METRIC_USD + dashboards * DASHBOARD_USD + custom * CUSTOM_METRIC_USD
-    # THEN the page states the same counts and total
+    metrics, custom = counted["alarm_metrics"], counted["custom_metrics"]
+    # WHEN it is compared with a count by hand: the consumer's outcome metrics, the reconciler's and the
+    # event source mapping's (both on by default), and the metrics the alarms watch
+    assert custom == len(OUTCOME_METRICS) + len(RECONCILER_METRICS) + len(EVENT_SOURCE_METRICS)
+    assert metrics == alarm_metric_count(template)
+    # THEN docs/operations.md states the same counts and total
+    page = " ".join((REPO / "docs" / "operations.md").read_text().split())
     line = (
-        f"{alarms} alarms watching {metrics} metrics ({metrics * ALARM_METRIC_USD:.2f} USD), "
-        f"{dashboards} dashboard ({dashboards * DASHBOARD_USD:.2f} USD) and {custom} custom "
-        f"metrics ({custom * CUSTOM_METRIC_USD:.2f} USD): about {total:.2f} USD per month"
+        f"{alarms} alarms watching {metrics} metrics ({fixed['alarm_metrics']:.2f} USD), "
+        f"{counted['dashboards']} dashboard ({fixed['dashboards']:.2f} USD) and {custom} custom "
+        f"metrics ({fixed['custom_metrics']:.2f} USD): about {fixed['total']:.2f} USD per month"
     )
     assert line in page, line
+    # AND the README states the same total as the bench's results (fixed_monthly_usd)
+    readme = " ".join((REPO / "README.md").read_text().split())
+    assert f"${fixed['total']:.2f} a month in all (`fixed_monthly_usd`)" in readme
 
 
 def test_sandbox_page_counts_the_alarms_of_the_dev_stage(synthesized_app: SynthesizedApp) -> None:

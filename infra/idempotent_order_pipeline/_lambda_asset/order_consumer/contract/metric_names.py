@@ -32,3 +32,13 @@ PENDING_RECONCILED = "PendingReconciled"
 #: Age of the oldest record pending for longer than the threshold when the run ended, 0 if none (unit Seconds).
 OLDEST_PENDING_AGE_SECONDS = "OldestPendingAgeSeconds"
 RECONCILER_METRICS = (PENDING_RECONCILED, OLDEST_PENDING_AGE_SECONDS)
+
+#: The event source mapping's EventCount metrics for an SQS source (namespace AWS/Lambda, dimension
+#: EventSourceMappingUUID), published with the construct's ``event_source_metrics`` (billed as custom metrics).
+EVENT_SOURCE_METRICS = (
+    "PolledEventCount",
+    "FilteredOutEventCount",
+    "InvokedEventCount",
+    "FailedInvokeEventCount",
+    "DeletedEventCount",
+)
