@@ -120,11 +120,13 @@ lint: $(STAMP) check-node ## ruff + mypy (the library, then the Lambda asset and
 # `make test-fast` runs neither: a test without a marker that starts a process fails
 # (tests/conftest.py). `make test` runs every tier.
 .PHONY: test
-# The lint, the gate and the tool venvs' installs are independent once the dev venv exists: two at a
-# time (each target's output kept together). From a fresh clone the first test started after 182-229 s
-# in four runs, against 224-249 s in three runs one after the other.
-test: $(STAMP) ## Lint, the data-loss gate, the function tests on python3.14, then every test (fast, slow and end-to-end), on 2 workers
-	$(MAKE) --no-print-directory -j2 --output-sync=target lint diff test-runtime-fast $(CHECKOV_STAMP) $(PARLIAMENT_STAMP)
+# First the installs, which need nothing of each other (pip runs on one core and waits on the network,
+# debootstrap mostly waits): the dev venv, the tool venvs and the runtime's python3.14, three at a
+# time. Then the lint, the gate and the function tests on python3.14, two at a time (each target's
+# output kept together). Then every test on 2 workers.
+test: ## Lint, the data-loss gate, the function tests on python3.14, then every test (fast, slow and end-to-end), on 2 workers
+	$(MAKE) --no-print-directory -j3 --output-sync=target $(STAMP) $(CHECKOV_STAMP) $(PARLIAMENT_STAMP) runtime-prepare
+	$(MAKE) --no-print-directory -j2 --output-sync=target lint diff test-runtime-fast
 	$(BIN)/python -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
 
 # BASE: the git ref the change merges into (default: the merge-base of HEAD and main). The gate
@@ -154,6 +156,10 @@ RUNTIME_ARGS ?=
 .PHONY: test-runtime
 test-runtime: $(STAMP) ## The consumer, reconciler and subscriber-layer tests on python3.14, the functions' runtime (every tier)
 	$(BIN)/python tools/runtime_python.py $(RUNTIME_ARGS)
+
+.PHONY: runtime-prepare
+runtime-prepare: ## Build (or find) the runtime's python3.14 and its venv only (standard library: needs no dev venv)
+	$(PYTHON) tools/runtime_python.py --prepare $(RUNTIME_ARGS)
 
 .PHONY: test-runtime-fast
 test-runtime-fast: $(STAMP) ## The compile check and the fast function tests on python3.14 (make test runs this)

@@ -254,10 +254,20 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--fast", action="store_true", help="the fast tier of the function tests (make test)")
     parser.add_argument("--no-build", action="store_true", help="use a cached chroot only, never build one")
+    parser.add_argument(
+        "--prepare",
+        action="store_true",
+        help="only build (or find) the interpreter and its venv: standard library only, so make test runs it "
+        "beside the dev venv's install",
+    )
     parser.add_argument("pytest_args", nargs="*", help="after --: more pytest arguments")
     args = parser.parse_args(argv)
 
     runtime, *others = interpreters(build=not args.no_build)
+    if args.prepare:
+        with_venv(runtime)
+        print(f"runtime: {runtime.name} ready, {'.'.join(map(str, runtime.version))}")
+        return 0
     if runtime.version != RUNTIME_VERSION:
         print(f"runtime: NO python3.14 here (no RUNTIME_PYTHON, no chroot); falling back to {runtime.name}")
     compiled_on = [runtime, *others]
