@@ -19,6 +19,7 @@ import boto3
 import pytest
 from click.testing import CliRunner, Result
 from moto import mock_aws
+from moto.sqs.models import SQSBackend
 
 from idempotent_order_pipeline._lambda_asset.order_consumer import handler as handler_module
 from idempotent_order_pipeline.cli import cli
@@ -179,8 +180,27 @@ class OpsWorld(World):
         )
 
 
+def _answer_empty_long_polls_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In-process moto answers a long poll of an empty queue at once instead of after its wait.
+
+    A long poll waits for a message to arrive (moto waits on a condition its sends notify). In an ops
+    world nothing can arrive while the CLI waits: the CLI and the test run in one thread, and every
+    send is theirs. So the wait is only the clock (2 s per empty receive by default): answering at once
+    gives the same answers. The wait time the CLI asks for is still what the request says.
+    """
+    receive = SQSBackend.receive_message
+
+    def receive_without_waiting(
+        self: SQSBackend, queue_name: str, count: int, wait_seconds_timeout: int, *args: Any, **kwargs: Any
+    ) -> Any:
+        return receive(self, queue_name, count, 0, *args, **kwargs)
+
+    monkeypatch.setattr(SQSBackend, "receive_message", receive_without_waiting)
+
+
 @pytest.fixture
-def make_ops_world() -> Iterator[Callable[..., OpsWorld]]:
+def make_ops_world(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., OpsWorld]]:
+    _answer_empty_long_polls_at_once(monkeypatch)
     with mock_aws():
         yield OpsWorld
     handler_module.configure()
