@@ -52,7 +52,7 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_ind
     PENDING_INDEX_NAME,
 )
 from idempotent_order_pipeline.core import props as core_props
-from idempotent_order_pipeline.core import sqs_function, tables
+from idempotent_order_pipeline.core import rules, sqs_function, tables
 from idempotent_order_pipeline.core.props import WARNING_PREFIX, Findings
 from idempotent_order_pipeline.discovery import mark as mark_for_discovery
 from idempotent_order_pipeline.library_version import mark_library_version
@@ -261,6 +261,8 @@ class IdempotentOrderPipeline(Construct):
         props = well_typed(props, findings)
         validate(props, findings)
         resources.check_resources(props, findings)
+        if props.snap_start:
+            rules.check_snap_start_region(Stack.of(self).region, findings)
         if props.powertools_layer is None and (layer_problem := powertools.default_layer_problem(self)):
             findings.errors.append(layer_problem)
         self._check_service_name_unique(findings)

@@ -40,7 +40,7 @@ from aws_cdk import Token, aws_dynamodb, aws_lambda, aws_sns, aws_sqs
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.batching import DEAD_LETTER_MAX_MESSAGE_BYTES
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.names import TTL_ATTRIBUTE
 from idempotent_order_pipeline.core import sqs_function, tables
-from idempotent_order_pipeline.core.props import Findings
+from idempotent_order_pipeline.core.props import Findings, describe_value
 from idempotent_order_pipeline.core.rules import (
     DEAD_LETTER_RETENTION,
     VISIBILITY_TIMEOUT_FACTOR,
@@ -260,7 +260,7 @@ def check_resources(props: PipelineProps, findings: Findings) -> None:
             overrides_valid = False
             continue
         for key in sorted(set(overrides) & set(owned)):
-            findings.errors.append(f"{prop}[{key!r}]={overrides[key]!r}: not overridable, {owned[key]}")
+            findings.errors.append(f"{prop}[{key!r}]={describe_value(overrides[key])}: not overridable, {owned[key]}")
         known = keywords_of(target)
         for key in sorted(set(overrides) - known - set(owned), key=str):
             findings.errors.append(f"{prop}[{key!r}]: {_unknown_keyword(key, known, target)}")

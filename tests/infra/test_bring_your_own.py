@@ -9,7 +9,7 @@ from typing import Any
 
 import aws_cdk as cdk
 import pytest
-from aws_cdk import aws_dynamodb, aws_ec2, aws_kms, aws_sns, aws_sqs
+from aws_cdk import aws_dynamodb, aws_ec2, aws_kms, aws_lambda, aws_sns, aws_sqs
 from aws_cdk.assertions import Annotations, Match, Template
 
 from idempotent_order_pipeline import IdempotentOrderPipeline
@@ -517,6 +517,12 @@ CHECKS: list[tuple[str, Build, str]] = [
         "function_props replacing the environment",
         lambda s: {"function_props": {"environment": {"A": "b"}}},
         r"function_props\['environment'\]=\{'A': 'b'\}: not overridable, fixed by the design \(the handler's contract",
+    ),
+    (
+        "function_props setting the runtime (shown by its name, never a jsii object's address)",
+        lambda s: {"function_props": {"runtime": aws_lambda.Runtime.PYTHON_3_13}},
+        r"function_props\['runtime'\]=python3.13: not overridable, fixed by the design \(the asset is built and "
+        r"tested for python3.14\)",
     ),
     (
         "function_props setting the memory",

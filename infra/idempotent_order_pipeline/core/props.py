@@ -92,6 +92,14 @@ def _constant_name(value: object) -> str | None:
     return None
 
 
+def describe_value(value: object) -> str:
+    """A prop's value as an error message shows it: a runtime or architecture by its name (``python3.13``,
+    ``arm64``), never a jsii object's address; anything else as ``repr``."""
+    if isinstance(value, aws_lambda.Runtime | aws_lambda.Architecture):
+        return str(value.name)
+    return repr(value)
+
+
 def describe_default(value: object) -> str:
     """A default as the docstring states it: ``30 seconds``, ``RemovalPolicy.RETAIN``, ``('order_id',)``, ``None``."""
     if isinstance(value, Duration):
@@ -267,6 +275,6 @@ def well_typed(
         check = (fits or {}).get(name)
         if not (check(value) if check is not None else has_type(value, hints[name])):
             allowed = prop_field.metadata[ALLOWED] or type_name(hints[name])
-            findings.errors.append(f"{name}={value!r} ({type(value).__name__}): allowed {allowed}")
+            findings.errors.append(f"{name}={describe_value(value)} ({type(value).__name__}): allowed {allowed}")
             wrong[name] = getattr(defaults, name)
     return replace(props, **wrong) if wrong else props  # type: ignore[type-var]
