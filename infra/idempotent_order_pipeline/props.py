@@ -225,10 +225,23 @@ class PipelineProps(SqsFunctionProps):
     create_vpc_endpoints: bool = prop(
         False,
         (
-            "create a DynamoDB gateway endpoint and SNS and SQS interface endpoints (private DNS, HTTPS "
-            "from the function only) in ``vpc``."
+            "create a DynamoDB gateway endpoint and SNS and SQS interface endpoints (HTTPS from the "
+            "functions only) in ``vpc``; the functions reach the interface endpoints by their own DNS names "
+            "(``AWS_ENDPOINT_URL_SNS``, ``AWS_ENDPOINT_URL_SQS``), so the VPC's other workloads keep "
+            "resolving SNS and SQS as before (``vpc_endpoints_private_dns``)."
         ),
         default_means="reaching the services is the caller's job",
+        allowed="True or False",
+    )
+    vpc_endpoints_private_dns: bool = prop(
+        False,
+        (
+            "private DNS on the SNS and SQS interface endpoints: the services' regional names resolve to "
+            "them for the whole VPC, so every workload there meets their policies (the pipeline's topic and "
+            "DLQ only) and security groups (the functions' only), and the deploy fails where the VPC has "
+            "such an endpoint already. For a VPC of the pipeline's own; requires ``create_vpc_endpoints``."
+        ),
+        default_means="off: only the functions use the endpoints, through the variables above",
         allowed="True or False",
     )
     reserved_concurrency: int | None = prop(
@@ -379,6 +392,7 @@ class PipelineKwargs(SqsFunctionKwargs, total=False):
     vpc_subnets: aws_ec2.SubnetSelection | None
     security_groups: Sequence[aws_ec2.ISecurityGroup] | None
     create_vpc_endpoints: bool
+    vpc_endpoints_private_dns: bool
     reserved_concurrency: int | None
     fifo_high_throughput: bool
     provisioned_pollers: aws_lambda.ProvisionedPollerConfig | None
@@ -536,6 +550,11 @@ def _check_alarm_override(key: str, override: object, errors: list[str]) -> None
 
 
 def _check_network(props: PipelineProps, findings: Findings) -> None:
+    if props.vpc_endpoints_private_dns and not props.create_vpc_endpoints:
+        findings.errors.append(
+            "vpc_endpoints_private_dns=True: allowed only with create_vpc_endpoints=True (it is a setting of the "
+            "endpoints the construct creates)"
+        )
     if props.vpc is not None:
         return
     for name, value in (
