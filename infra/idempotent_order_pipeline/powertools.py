@@ -62,6 +62,8 @@ def layer_arn_parameter_id(python_version: str, architecture: str) -> str:
         return LAYER_ARN_PARAMETER_ID
     words = f"{python_version} {architecture}".replace(".", "").replace("_", " ").split()
     return LAYER_ARN_PARAMETER_ID + "".join(word.capitalize() for word in words)
+
+
 SSM_STRING_PARAMETER_TYPE = "AWS::SSM::Parameter::Value<String>"
 #: The template rule of an environment-agnostic stack that checks the partition at deploy.
 PARTITION_RULE_ID = "PowertoolsLayerArnPartition"

@@ -138,9 +138,24 @@ class PipelineProps(SqsFunctionProps):
         (
             "use this queue (``IQueue``) instead of creating one. Requires "
             "``existing_dead_letter_queue``; it must redrive there, have a visibility timeout of at least "
-            "``function_timeout`` (6x recommended) and match ``fifo``."
+            "``function_timeout`` (6x recommended), match ``fifo`` and accept no message larger than "
+            "``max_message_size`` (see ``acknowledge_existing_queue_message_size``)."
         ),
         default_means="created",
+    )
+    acknowledge_existing_queue_message_size: bool = prop(
+        False,
+        (
+            "accept an ``existing_queue`` whose ``MaximumMessageSize`` is unset (SQS's default, 1 MiB) or above "
+            "``max_message_size``: a synth error otherwise. The consumer is built and tested for "
+            "``max_message_size``; a larger order is recorded if DynamoDB takes its row (400 KB per item, "
+            "else it is parked as ``ITEM_TOO_LARGE``), and one whose parked copy exceeds the DLQ's 1 MiB "
+            "cannot be parked with its reason, so it is retried until ``max_receive_count`` moves it to the "
+            "DLQ without one. For an imported queue, drops the size from the ``existing-queue-unverified`` "
+            "warning's guarantees."
+        ),
+        default_means="an error for such a queue; the imported queue's warning asks the caller to guarantee it",
+        allowed="True or False",
     )
     existing_dead_letter_queue: aws_sqs.IQueue | None = prop(
         None,
@@ -379,6 +394,7 @@ class PipelineKwargs(SqsFunctionKwargs, total=False):
     encryption_key: aws_kms.IKey | None
     powertools_layer: aws_lambda.ILayerVersion | None
     existing_queue: aws_sqs.IQueue | None
+    acknowledge_existing_queue_message_size: bool
     existing_dead_letter_queue: aws_sqs.IQueue | None
     existing_topic: aws_sns.ITopic | None
     existing_processed_events_table: aws_dynamodb.ITable | None

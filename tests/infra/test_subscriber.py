@@ -401,7 +401,9 @@ def test_a_pipeline_of_another_account_is_refused_saying_what_to_pass() -> None:
     # WHEN the subscriber is given the pipeline
     # THEN the collected ValueError names the prop, both environments and what to pass instead (not CDK's
     # CannotUseCrossEnvironment, nor a physical topic name)
-    with pytest.raises(ValueError, match=r"pipeline=Shop/Orders is in account 111111111111, region eu-west-1, this ") as e:
+    with pytest.raises(
+        ValueError, match=r"pipeline=Shop/Orders is in account 111111111111, region eu-west-1, this "
+    ) as e:
         IdempotentSubscriber(fulfilment, "Shipping", pipeline=pipeline, code=CODE, handler="shipping.handler")
     message = str(e.value)
     assert "this subscriber in account 222222222222, region eu-west-1" in message

@@ -120,7 +120,6 @@ def check_snap_start_region(region: str, findings: Findings, *, prop: str = "sna
     )
 
 
-
 def check_batching(props: SqsFunctionProps, findings: Findings, *, fifo: bool) -> None:
     """Batch size, batching window and maximum concurrency, as Lambda's SQS event source allows them."""
     errors = findings.errors
