@@ -138,7 +138,10 @@ def params_doc(props_class: type, *, width: int = 104, indent: str = "    ") -> 
     lines: list[str] = []
     for prop_field in prop_fields(props_class):
         text = f":param {prop_field.name}: {prop_field.metadata[DOC]} {default_sentence(prop_field)}"
-        lines.extend(textwrap.wrap(text, width=width, initial_indent=indent, subsequent_indent=indent * 2))
+        wrapped = textwrap.wrap(
+            text, width=width, initial_indent=indent, subsequent_indent=indent * 2, break_on_hyphens=False
+        )
+        lines.extend(wrapped)
     return "\n".join(lines)
 
 
