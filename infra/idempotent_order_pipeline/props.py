@@ -297,7 +297,10 @@ class PipelineProps(SqsFunctionProps):
             "initialized environment Lambda snapshots; the alias ``function_alias`` (``live``) points at "
             "it and the queue's event source mapping invokes the alias, so cold starts resume from the "
             "snapshot. After a restore the handler makes new AWS clients and a new random seed "
-            "(``order_consumer.snapstart``). Python SnapStart bills snapshot caching and each restore."
+            "(``order_consumer.snapstart``). Python SnapStart bills snapshot caching and each restore. In a "
+            "region without SnapStart (``core.rules.SNAP_START_UNSUPPORTED_REGIONS``: Asia Pacific (New "
+            "Zealand) and (Taipei)) a synth error when the stack's region is known; a region-agnostic stack "
+            "is left to Lambda at deploy."
         ),
         default_means="no version, no alias; the mapping invokes ``$LATEST``",
         allowed="True or False",
