@@ -205,7 +205,7 @@ class IdempotentSubscriber(Construct):
         self.powertools_layer: aws_lambda.ILayerVersion = props.powertools_layer or powertools.default_powertools_layer(
             self, "PowertoolsLayer", runtime=props.runtime, architecture=props.architecture
         )
-        """Powertools for AWS Lambda (Python), for ``runtime`` and ``architecture``, or the ``powertools_layer`` given."""
+        """Powertools for AWS Lambda (Python) for ``runtime`` and ``architecture``, or ``powertools_layer``."""
         function = aws_lambda.Function(
             self,
             "Function",

@@ -244,16 +244,16 @@ def source_environment_problems(scope: Construct, props: SubscriberProps) -> lis
     or asks for a physical topic name, which the pipeline never sets.
     """
     mine = Stack.of(scope)
-    for prop, source in (("pipeline", props.pipeline), ("topic", props.topic)):
-        if source is None or (prop == "pipeline" and not _is_pipeline(source)):
+    for name, source in (("pipeline", props.pipeline), ("topic", props.topic)):
+        if source is None or (name == "pipeline" and not _is_pipeline(source)):
             continue
-        if prop == "topic" and not isinstance(source, aws_sns.Topic):
+        if name == "topic" and not isinstance(source, aws_sns.Topic):
             continue  # imported: its ARN is text the subscription can name in any environment
         theirs = Stack.of(source)
         if theirs.environment == mine.environment:
             continue
         return [
-            f"{prop}={source.node.path} is in {_environment(theirs)}, this subscriber in {_environment(mine)}: "
+            f"{name}={source.node.path} is in {_environment(theirs)}, this subscriber in {_environment(mine)}: "
             "CloudFormation cannot reference the topic across accounts or regions (its ARN is known in the "
             "pipeline's stack only); allowed: the pipeline in this subscriber's account and region, or "
             f"topic=aws_sns.Topic.from_topic_arn(scope, id, '<the topic ARN, the pipeline stack's {TOPIC_ARN_OUTPUT} "
