@@ -75,7 +75,6 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from moto.awslambda.models import LambdaBackend, LayerVersion
-from moto.ec2.models.vpcs import VPCEndPoint
 from moto.cloudformation import parsing
 from moto.cloudformation import responses as cloudformation_responses
 from moto.cloudformation.exceptions import CloudFormationError, ValidationError
@@ -83,6 +82,7 @@ from moto.cloudformation.models import ChangeSet, CloudFormationBackend, Event, 
 from moto.cloudformation.utils import random_suffix
 from moto.core.responses import ActionResult, EmptyResult
 from moto.dynamodb.models import dynamodb_backends
+from moto.ec2.models.vpcs import VPCEndPoint
 from moto.sns.models import sns_backends
 from moto.sqs.models import sqs_backends
 
