@@ -15,6 +15,7 @@ from aws_cdk import (
     Annotations,
     CfnResource,
     Duration,
+    Fn,
     Stack,
     Token,
     aws_cloudwatch,
@@ -52,7 +53,7 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_ind
     PENDING_INDEX_NAME,
 )
 from idempotent_order_pipeline.core import props as core_props
-from idempotent_order_pipeline.core import sqs_function, tables
+from idempotent_order_pipeline.core import rules, sqs_function, tables
 from idempotent_order_pipeline.core.props import WARNING_PREFIX, Findings
 from idempotent_order_pipeline.discovery import mark as mark_for_discovery
 from idempotent_order_pipeline.library_version import mark_library_version
@@ -145,6 +146,13 @@ class _FifoSubscriptionsOnly:
             and child.topic_arn == self._topic.topic_arn
             and child.protocol not in FIFO_TOPIC_PROTOCOLS
         ]
+
+
+def _endpoint_url(endpoint: aws_ec2.InterfaceVpcEndpoint) -> str:
+    """``https://`` and the endpoint's regional DNS name: the first of its DNS entries, each
+    ``<hosted zone id>:<DNS name>`` (CloudFormation's ``DnsEntries``; the zonal names follow)."""
+    first = Fn.select(0, endpoint.vpc_endpoint_dns_entries)
+    return Fn.join("", ["https://", Fn.select(1, Fn.split(":", first))])
 
 
 def _deprecated_alarm_action(topic: aws_sns.ITopic) -> aws_cloudwatch.IAlarmAction:
@@ -261,6 +269,8 @@ class IdempotentOrderPipeline(Construct):
         props = well_typed(props, findings)
         validate(props, findings)
         resources.check_resources(props, findings)
+        if props.snap_start:
+            rules.check_snap_start_region(Stack.of(self).region, findings)
         if props.powertools_layer is None and (layer_problem := powertools.default_layer_problem(self)):
             findings.errors.append(layer_problem)
         self._check_service_name_unique(findings)
@@ -468,7 +478,15 @@ class IdempotentOrderPipeline(Construct):
         )
 
     def _create_vpc_endpoints(self) -> dict[str, aws_ec2.IVpcEndpoint]:
-        """The DynamoDB gateway endpoint and the SNS and SQS interface endpoints, HTTPS from the function only."""
+        """The DynamoDB gateway endpoint and the SNS and SQS interface endpoints, HTTPS from the function only.
+
+        Private DNS stays off unless ``vpc_endpoints_private_dns``: with it on, every workload of the VPC
+        would resolve SNS's and SQS's regional names to these endpoints and meet their policies (and a
+        VPC that has such an endpoint already could not take a second one). Off, the functions reach the
+        endpoints by their own DNS names, through the SDK's ``AWS_ENDPOINT_URL_<SERVICE>`` variables
+        (:meth:`_endpoint_environment`). DynamoDB's gateway endpoint routes through the route tables, by
+        prefix list, with no DNS to take over.
+        """
         props = self._props
         if props.vpc is None or not props.create_vpc_endpoints:
             return {}
@@ -504,13 +522,27 @@ class IdempotentOrderPipeline(Construct):
                 vpc=props.vpc,
                 service=service,
                 subnets=subnets,
-                private_dns_enabled=True,
+                private_dns_enabled=props.vpc_endpoints_private_dns,
                 open=False,  # not the whole VPC: HTTPS from the function's security groups only
             )
             endpoint.connections.allow_default_port_from(self.function, "HTTPS from the order pipeline's function")
             endpoint.add_to_policy(statement)
             endpoints[key] = endpoint
+        for name, value in self._endpoint_environment(endpoints).items():
+            self.function.add_environment(name, value)
         return endpoints
+
+    def _endpoint_environment(self, endpoints: Mapping[str, aws_ec2.IVpcEndpoint]) -> dict[str, str]:
+        """``AWS_ENDPOINT_URL_SNS`` and ``AWS_ENDPOINT_URL_SQS``: each interface endpoint's regional DNS name,
+        for the functions' SDK clients, when private DNS is off (with it on, the services' own names lead there)."""
+        if self._props.vpc_endpoints_private_dns:
+            return {}
+        variables = {}
+        for key, name in (("sns", names.SNS_ENDPOINT_URL_VARIABLE), ("sqs", names.SQS_ENDPOINT_URL_VARIABLE)):
+            endpoint = endpoints.get(key)
+            if isinstance(endpoint, aws_ec2.InterfaceVpcEndpoint):
+                variables[name] = _endpoint_url(endpoint)
+        return variables
 
     def _create_reconciliation(self) -> reconciliation.Reconciliation | None:
         props = self._props
@@ -522,7 +554,7 @@ class IdempotentOrderPipeline(Construct):
             processed_events_table=self.processed_events_table,
             order_records_table=self.order_records_table,
             topic=self.topic,
-            environment=self._environment(),
+            environment={**self._environment(), **self._endpoint_environment(self.vpc_endpoints)},
             reconcile_every=props.reconcile_every,
             reconcile_after=derived_reconcile_after(props),
             powertools_layer=self._powertools_layer,

@@ -36,12 +36,34 @@ POWERTOOLS_VERSION = "3.37.0"
 #: The function's architecture and runtime, as Powertools names them in the parameter path.
 POWERTOOLS_ARCHITECTURE = "arm64"
 POWERTOOLS_PYTHON_VERSION = "python3.14"
-#: The public parameter holding the layer version ARN for this release, runtime and architecture.
-POWERTOOLS_LAYER_PARAMETER = (
-    f"/aws/service/powertools/python/{POWERTOOLS_ARCHITECTURE}/{POWERTOOLS_PYTHON_VERSION}/{POWERTOOLS_VERSION}"
-)
-#: The stack-level CloudFormation parameter (its logical id) through which the ARN is resolved.
+
+
+def layer_parameter_name(python_version: str, architecture: str) -> str:
+    """The public parameter holding the layer version ARN of the pinned release for a runtime and architecture.
+
+    ``python_version`` as Lambda names the runtime (``python3.13``), ``architecture`` as Lambda names it
+    (``arm64``, ``x86_64``): Powertools' parameter path uses both names as they are
+    (``/aws/service/powertools/python/{arch}/{python_version}/{version}``, its install docs).
+    """
+    return f"/aws/service/powertools/python/{architecture}/{python_version}/{POWERTOOLS_VERSION}"
+
+
+#: The public parameter of the consumer's runtime and architecture.
+POWERTOOLS_LAYER_PARAMETER = layer_parameter_name(POWERTOOLS_PYTHON_VERSION, POWERTOOLS_ARCHITECTURE)
+#: The stack-level CloudFormation parameter (its logical id) through which the ARN is resolved, for the
+#: consumer's runtime and architecture (another runtime's: :func:`layer_arn_parameter_id`).
 LAYER_ARN_PARAMETER_ID = "PowertoolsLayerArn"
+
+
+def layer_arn_parameter_id(python_version: str, architecture: str) -> str:
+    """The stack parameter's logical id for a runtime and architecture: ``PowertoolsLayerArn`` for the
+    consumer's (python3.14, arm64), else with both appended, e.g. ``PowertoolsLayerArnPython313X8664``."""
+    if (python_version, architecture) == (POWERTOOLS_PYTHON_VERSION, POWERTOOLS_ARCHITECTURE):
+        return LAYER_ARN_PARAMETER_ID
+    words = f"{python_version} {architecture}".replace(".", "").replace("_", " ").split()
+    return LAYER_ARN_PARAMETER_ID + "".join(word.capitalize() for word in words)
+
+
 SSM_STRING_PARAMETER_TYPE = "AWS::SSM::Parameter::Value<String>"
 #: The template rule of an environment-agnostic stack that checks the partition at deploy.
 PARTITION_RULE_ID = "PowertoolsLayerArnPartition"
@@ -61,7 +83,9 @@ def stack_partition(scope: Construct) -> str | None:
     return str(partition) if partition else None
 
 
-def default_layer_problem(scope: Construct) -> str | None:
+def default_layer_problem(
+    scope: Construct, python_version: str = POWERTOOLS_PYTHON_VERSION, architecture: str = POWERTOOLS_ARCHITECTURE
+) -> str | None:
     """Why the default layer cannot be used in ``scope``'s stack (a validation error), or None."""
     from aws_cdk import Stack
 
@@ -69,22 +93,34 @@ def default_layer_problem(scope: Construct) -> str | None:
     if partition is None or partition in PARTITIONS_WITH_PARAMETER:
         return None
     return (
-        f"powertools_layer=None: Powertools publishes no SSM parameter {POWERTOOLS_LAYER_PARAMETER} in region "
+        f"powertools_layer=None: Powertools publishes no SSM parameter "
+        f"{layer_parameter_name(python_version, architecture)} in region "
         f"{Stack.of(scope).region} (partition {partition}); pass powertools_layer= (e.g. "
         "aws_lambda.LayerVersion.from_layer_version_arn with the layer ARN that the Powertools install docs "
         "list for that partition)"
     )
 
 
-def default_powertools_layer(scope: Construct, construct_id: str) -> aws_lambda.ILayerVersion:
-    """The public layer of the pinned release, its ARN read from Powertools' SSM parameter at deploy.
+def default_powertools_layer(
+    scope: Construct,
+    construct_id: str,
+    *,
+    runtime: aws_lambda.Runtime | None = None,
+    architecture: aws_lambda.Architecture | None = None,
+) -> aws_lambda.ILayerVersion:
+    """The public layer of the pinned release for ``runtime`` and ``architecture`` (default: the consumer's,
+    python3.14 on arm64), its ARN read from Powertools' SSM parameter at deploy.
 
-    Call only where :func:`default_layer_problem` found nothing (the construct validates first).
+    Call only where :func:`default_layer_problem` found nothing (the constructs validate first).
     """
     from aws_cdk import Stack, aws_lambda
 
     stack = Stack.of(scope)
-    parameter = layer_arn_parameter(stack)
+    parameter = layer_arn_parameter(
+        stack,
+        python_version=str(runtime.name) if runtime is not None else POWERTOOLS_PYTHON_VERSION,
+        architecture=str(architecture.name) if architecture is not None else POWERTOOLS_ARCHITECTURE,
+    )
     if stack_partition(scope) is None:
         _assert_partition_at_deploy(stack)
     return aws_lambda.LayerVersion.from_layer_version_arn(scope, construct_id, parameter.value_as_string)
@@ -112,25 +148,29 @@ def _assert_partition_at_deploy(stack: Stack) -> None:
     )
 
 
-def layer_arn_parameter(stack: Stack) -> CfnParameter:
-    """The stack's ``PowertoolsLayerArn`` parameter (one per stack, shared by its pipelines).
+def layer_arn_parameter(
+    stack: Stack, *, python_version: str = POWERTOOLS_PYTHON_VERSION, architecture: str = POWERTOOLS_ARCHITECTURE
+) -> CfnParameter:
+    """The stack's ``PowertoolsLayerArn`` parameter for a runtime and architecture (one per stack and pair,
+    shared by its pipelines and subscribers: :func:`layer_arn_parameter_id`).
 
     Its value is the *name* of an SSM parameter; CloudFormation deploys with that parameter's value.
     ``cdk deploy --parameters PowertoolsLayerArn=/my/own/parameter`` points it at another one.
     """
     from aws_cdk import CfnParameter
 
-    existing = stack.node.try_find_child(LAYER_ARN_PARAMETER_ID)
+    parameter_id = layer_arn_parameter_id(python_version, architecture)
+    existing = stack.node.try_find_child(parameter_id)
     if isinstance(existing, CfnParameter):
         return existing
     return CfnParameter(
         stack,
-        LAYER_ARN_PARAMETER_ID,
+        parameter_id,
         type=SSM_STRING_PARAMETER_TYPE,
-        default=POWERTOOLS_LAYER_PARAMETER,
+        default=layer_parameter_name(python_version, architecture),
         description=(
             f"SSM parameter holding the Powertools for AWS Lambda (Python) {POWERTOOLS_VERSION} layer ARN "
-            f"({POWERTOOLS_ARCHITECTURE}, {POWERTOOLS_PYTHON_VERSION}); public in commercial regions only, "
+            f"({architecture}, {python_version}); public in commercial regions only, "
             "elsewhere synthesize with powertools_layer="
         ),
     )

@@ -138,9 +138,24 @@ class PipelineProps(SqsFunctionProps):
         (
             "use this queue (``IQueue``) instead of creating one. Requires "
             "``existing_dead_letter_queue``; it must redrive there, have a visibility timeout of at least "
-            "``function_timeout`` (6x recommended) and match ``fifo``."
+            "``function_timeout`` (6x recommended), match ``fifo`` and accept no message larger than "
+            "``max_message_size`` (see ``acknowledge_existing_queue_message_size``)."
         ),
         default_means="created",
+    )
+    acknowledge_existing_queue_message_size: bool = prop(
+        False,
+        (
+            "accept an ``existing_queue`` whose ``MaximumMessageSize`` is unset (SQS's default, 1 MiB) or above "
+            "``max_message_size``: a synth error otherwise. The consumer is built and tested for "
+            "``max_message_size``; a larger order is recorded if DynamoDB takes its row (400 KB per item, "
+            "else it is parked as ``ITEM_TOO_LARGE``), and one whose parked copy exceeds the DLQ's 1 MiB "
+            "cannot be parked with its reason, so it is retried until ``max_receive_count`` moves it to the "
+            "DLQ without one. For an imported queue, drops the size from the ``existing-queue-unverified`` "
+            "warning's guarantees."
+        ),
+        default_means="an error for such a queue; the imported queue's warning asks the caller to guarantee it",
+        allowed="True or False",
     )
     existing_dead_letter_queue: aws_sqs.IQueue | None = prop(
         None,
@@ -225,10 +240,23 @@ class PipelineProps(SqsFunctionProps):
     create_vpc_endpoints: bool = prop(
         False,
         (
-            "create a DynamoDB gateway endpoint and SNS and SQS interface endpoints (private DNS, HTTPS "
-            "from the function only) in ``vpc``."
+            "create a DynamoDB gateway endpoint and SNS and SQS interface endpoints (HTTPS from the "
+            "functions only) in ``vpc``; the functions reach the interface endpoints by their own DNS names "
+            "(``AWS_ENDPOINT_URL_SNS``, ``AWS_ENDPOINT_URL_SQS``), so the VPC's other workloads keep "
+            "resolving SNS and SQS as before (``vpc_endpoints_private_dns``)."
         ),
         default_means="reaching the services is the caller's job",
+        allowed="True or False",
+    )
+    vpc_endpoints_private_dns: bool = prop(
+        False,
+        (
+            "private DNS on the SNS and SQS interface endpoints: the services' regional names resolve to "
+            "them for the whole VPC, so every workload there meets their policies (the pipeline's topic and "
+            "DLQ only) and security groups (the functions' only), and the deploy fails where the VPC has "
+            "such an endpoint already. For a VPC of the pipeline's own; requires ``create_vpc_endpoints``."
+        ),
+        default_means="off: only the functions use the endpoints, through the variables above",
         allowed="True or False",
     )
     reserved_concurrency: int | None = prop(
@@ -269,7 +297,10 @@ class PipelineProps(SqsFunctionProps):
             "initialized environment Lambda snapshots; the alias ``function_alias`` (``live``) points at "
             "it and the queue's event source mapping invokes the alias, so cold starts resume from the "
             "snapshot. After a restore the handler makes new AWS clients and a new random seed "
-            "(``order_consumer.snapstart``). Python SnapStart bills snapshot caching and each restore."
+            "(``order_consumer.snapstart``). Python SnapStart bills snapshot caching and each restore. In a "
+            "region without SnapStart (``core.rules.SNAP_START_UNSUPPORTED_REGIONS``: Asia Pacific (New "
+            "Zealand) and (Taipei)) a synth error when the stack's region is known; a region-agnostic stack "
+            "is left to Lambda at deploy."
         ),
         default_means="no version, no alias; the mapping invokes ``$LATEST``",
         allowed="True or False",
@@ -366,6 +397,7 @@ class PipelineKwargs(SqsFunctionKwargs, total=False):
     encryption_key: aws_kms.IKey | None
     powertools_layer: aws_lambda.ILayerVersion | None
     existing_queue: aws_sqs.IQueue | None
+    acknowledge_existing_queue_message_size: bool
     existing_dead_letter_queue: aws_sqs.IQueue | None
     existing_topic: aws_sns.ITopic | None
     existing_processed_events_table: aws_dynamodb.ITable | None
@@ -379,6 +411,7 @@ class PipelineKwargs(SqsFunctionKwargs, total=False):
     vpc_subnets: aws_ec2.SubnetSelection | None
     security_groups: Sequence[aws_ec2.ISecurityGroup] | None
     create_vpc_endpoints: bool
+    vpc_endpoints_private_dns: bool
     reserved_concurrency: int | None
     fifo_high_throughput: bool
     provisioned_pollers: aws_lambda.ProvisionedPollerConfig | None
@@ -536,6 +569,11 @@ def _check_alarm_override(key: str, override: object, errors: list[str]) -> None
 
 
 def _check_network(props: PipelineProps, findings: Findings) -> None:
+    if props.vpc_endpoints_private_dns and not props.create_vpc_endpoints:
+        findings.errors.append(
+            "vpc_endpoints_private_dns=True: allowed only with create_vpc_endpoints=True (it is a setting of the "
+            "endpoints the construct creates)"
+        )
     if props.vpc is not None:
         return
     for name, value in (

@@ -40,12 +40,13 @@ from aws_cdk import Token, aws_dynamodb, aws_lambda, aws_sns, aws_sqs
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.batching import DEAD_LETTER_MAX_MESSAGE_BYTES
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.names import TTL_ATTRIBUTE
 from idempotent_order_pipeline.core import sqs_function, tables
-from idempotent_order_pipeline.core.props import Findings
+from idempotent_order_pipeline.core.props import Findings, describe_value
 from idempotent_order_pipeline.core.rules import (
     DEAD_LETTER_RETENTION,
     VISIBILITY_TIMEOUT_FACTOR,
     as_time,
     derived_visibility_timeout,
+    number,
     seconds,
 )
 
@@ -260,7 +261,7 @@ def check_resources(props: PipelineProps, findings: Findings) -> None:
             overrides_valid = False
             continue
         for key in sorted(set(overrides) & set(owned)):
-            findings.errors.append(f"{prop}[{key!r}]={overrides[key]!r}: not overridable, {owned[key]}")
+            findings.errors.append(f"{prop}[{key!r}]={describe_value(overrides[key])}: not overridable, {owned[key]}")
         known = keywords_of(target)
         for key in sorted(set(overrides) - known - set(owned), key=str):
             findings.errors.append(f"{prop}[{key!r}]: {_unknown_keyword(key, known, target)}")
@@ -402,20 +403,31 @@ def _check_existing_queues(props: PipelineProps, findings: Findings) -> None:
                 )
             )
     if queue is None:
+        if props.acknowledge_existing_queue_message_size:
+            findings.errors.append(
+                "acknowledge_existing_queue_message_size=True: allowed only with existing_queue= (the queue the "
+                "construct creates takes max_message_size)"
+            )
         return
     _check_fifo("existing_queue", queue, props, findings)
     if not isinstance(queue, aws_sqs.Queue):
+        size = (
+            ""
+            if props.acknowledge_existing_queue_message_size
+            else f"its MaximumMessageSize is at most max_message_size ({props.max_message_size} bytes), "
+        )
         findings.warnings.append(
             (
                 "existing-queue-unverified",
                 "existing_queue is imported, so it cannot be checked at synth: the caller guarantees its redrive "
                 "policy targets existing_dead_letter_queue, its visibility timeout is at least "
-                f"{VISIBILITY_TIMEOUT_FACTOR}x function_timeout, it is {_kind(props.fifo)}, and, if encrypted "
-                "with a customer managed key, that key is encryption_key",
+                f"{VISIBILITY_TIMEOUT_FACTOR}x function_timeout, {size}it is {_kind(props.fifo)}, and, if "
+                "encrypted with a customer managed key, that key is encryption_key",
             )
         )
         return
     _check_known_key("existing_queue", queue.encryption_master_key, props, findings)
+    _check_existing_queue_size(queue, props, findings)
     redrive = queue.dead_letter_queue
     if redrive is None:
         findings.errors.append(
@@ -446,6 +458,32 @@ def _check_existing_queues(props: PipelineProps, findings: Findings) -> None:
                     "throttling can be redelivered while in flight",
                 )
             )
+
+
+def _check_existing_queue_size(queue: aws_sqs.Queue, props: PipelineProps, findings: Findings) -> None:
+    """The existing queue accepts no larger message than ``max_message_size``, or the caller acknowledged it.
+
+    The consumer is built and tested for messages up to ``max_message_size`` (at most 256 KiB); a queue
+    created without ``MaximumMessageSize`` takes SQS's default, 1 MiB since 2025.
+    """
+    if props.acknowledge_existing_queue_message_size:
+        return
+    size = getattr(queue.node.default_child, "maximum_message_size", None)
+    limit = number(props.max_message_size)
+    if limit is None or (size is not None and Token.is_unresolved(size)):
+        return
+    if size is None:
+        got = "has no MaximumMessageSize, so SQS accepts messages up to its default (1 MiB since 2025)"
+    elif size > limit:
+        got = f"accepts messages up to {size:g} bytes (MaximumMessageSize)"
+    else:
+        return
+    findings.errors.append(
+        f"existing_queue {got}: allowed at most max_message_size ({limit:g} bytes), the largest message the "
+        f"consumer is built for; set the queue's max_message_size_bytes to at most {limit:g}, or pass "
+        "acknowledge_existing_queue_message_size=True once producers never send larger orders (what the consumer "
+        "does with one: docs/construct.md, 'Bring your own resources')"
+    )
 
 
 def _check_known_key(prop: str, key: Any, props: PipelineProps, findings: Findings) -> None:

@@ -37,10 +37,13 @@ def test_the_examples_do_not_copy_the_helper() -> None:
 def test_both_handlers_are_subscribed_with_the_layer(stack: Any) -> None:
     # GIVEN / WHEN the example stack is synthesized
     template = Template.from_stack(stack)
-    # THEN two functions with the examples' handlers share the stack's one helper layer
+    # THEN two functions with the examples' handlers share the stack's one helper layer, and its Powertools layer
     layer = {"Ref": Match.string_like_regexp("IdempotentSubscriberRuntimeLayer")}
+    powertools = {"Ref": "PowertoolsLayerArn"}
     for handler in ("shipping.handler", "payments.handler"):
-        template.has_resource_properties("AWS::Lambda::Function", {"Handler": handler, "Layers": [layer]})
+        template.has_resource_properties(
+            "AWS::Lambda::Function", {"Handler": handler, "Layers": Match.array_with([layer, powertools])}
+        )
     template.resource_count_is("AWS::Lambda::LayerVersion", 1)
     template.resource_count_is("AWS::SNS::Subscription", 2)
 

@@ -9,10 +9,11 @@ from typing import Any
 
 import aws_cdk as cdk
 import pytest
-from aws_cdk import aws_dynamodb, aws_ec2, aws_kms, aws_sns, aws_sqs
+from aws_cdk import aws_dynamodb, aws_ec2, aws_kms, aws_lambda, aws_sns, aws_sqs
 from aws_cdk.assertions import Annotations, Match, Template
 
 from idempotent_order_pipeline import IdempotentOrderPipeline
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.batching import MAX_MESSAGE_BYTES
 from tests.infra.synth import REPO, Synthesized, logical_id, resources_of_type
 
 seconds = cdk.Duration.seconds
@@ -31,6 +32,7 @@ def queue(stack: cdk.Stack, dead_letter_queue: aws_sqs.IQueue | None = None, **k
         None if dead_letter_queue is None else aws_sqs.DeadLetterQueue(queue=dead_letter_queue, max_receive_count=5)
     )
     kwargs.setdefault("visibility_timeout", cdk.Duration.minutes(3))
+    kwargs.setdefault("max_message_size_bytes", MAX_MESSAGE_BYTES)
     return aws_sqs.Queue(stack, "ExistingQueue", dead_letter_queue=redrive, **kwargs)
 
 
@@ -180,6 +182,75 @@ def test_imported_resources_add_a_warning_saying_what_the_caller_guarantees(warn
         "/TestStack/Pipeline",
         Match.string_like_regexp(rf"{message}.*\[ack: idempotent-order-pipeline:{warning_id}\]"),
     )
+
+
+def test_an_imported_queue_s_message_size_is_a_guarantee_unless_acknowledged() -> None:
+    # GIVEN imported resources, with and without acknowledge_existing_queue_message_size
+    guarantee = rf"its MaximumMessageSize is at most max_message_size \({MAX_MESSAGE_BYTES} bytes\)"
+    for acknowledged in (False, True):
+        stack = cdk.Stack(cdk.App(), "TestStack")
+        IdempotentOrderPipeline(
+            stack, "Pipeline", acknowledge_existing_queue_message_size=acknowledged, **imported(stack)
+        )
+        # WHEN the queue's warning is read
+        [warning] = [
+            str(m.entry.data)
+            for m in Annotations.from_stack(stack).find_warning("/TestStack/Pipeline", Match.any_value())
+            if "existing-queue-unverified" in str(m.entry.data)
+        ]
+        # THEN the caller guarantees the size, unless acknowledged (the rest of the guarantees stay)
+        assert "redrive policy targets existing_dead_letter_queue" in warning
+        assert bool(re.search(guarantee, warning)) is not acknowledged
+
+
+def _queue_of_size(size: int | None) -> Build:
+    def build(stack: cdk.Stack) -> dict[str, Any]:
+        dead_letter_queue = dlq(stack)
+        return {
+            "existing_queue": queue(stack, dead_letter_queue, max_message_size_bytes=size),
+            "existing_dead_letter_queue": dead_letter_queue,
+        }
+
+    return build
+
+
+@pytest.mark.parametrize(
+    ("size", "got"),
+    [
+        (None, r"has no MaximumMessageSize, so SQS accepts messages up to its default \(1 MiB since 2025\)"),
+        (MAX_MESSAGE_BYTES + 1, rf"accepts messages up to {MAX_MESSAGE_BYTES + 1} bytes \(MaximumMessageSize\)"),
+    ],
+    ids=["unset", "over"],
+)
+def test_an_existing_queue_accepting_larger_messages_is_refused_unless_acknowledged(size: int | None, got: str) -> None:
+    # GIVEN an existing queue created in the app whose MaximumMessageSize is unset or above max_message_size
+    stack = cdk.Stack(cdk.App(), "TestStack")
+    # WHEN the pipeline is given it
+    # THEN synthesis fails naming the prop, what the queue accepts and what is allowed
+    with pytest.raises(ValueError, match=rf"existing_queue {got}: allowed at most max_message_size ") as raised:
+        IdempotentOrderPipeline(stack, "Pipeline", **_queue_of_size(size)(stack))
+    assert "acknowledge_existing_queue_message_size=True" in str(raised.value)
+    # AND acknowledged, it is used as it is
+    other = cdk.Stack(cdk.App(), "TestStack")
+    given = _queue_of_size(size)(other)
+    pipeline = IdempotentOrderPipeline(other, "Pipeline", acknowledge_existing_queue_message_size=True, **given)
+    assert pipeline.queue is given["existing_queue"]
+
+
+def test_an_existing_queue_within_max_message_size_is_accepted(fresh_stack: cdk.Stack) -> None:
+    # GIVEN an existing queue accepting 100 000 bytes, and max_message_size at 100 000
+    given = _queue_of_size(100_000)(fresh_stack)
+    # WHEN the pipeline is given it / THEN it is used as it is
+    pipeline = IdempotentOrderPipeline(fresh_stack, "Pipeline", max_message_size=100_000, **given)
+    assert pipeline.queue is given["existing_queue"]
+
+
+def test_acknowledging_the_message_size_without_an_existing_queue_is_refused(fresh_stack: cdk.Stack) -> None:
+    # GIVEN no existing_queue / WHEN the size is acknowledged / THEN the prop is named with what it needs
+    with pytest.raises(
+        ValueError, match=r"acknowledge_existing_queue_message_size=True: allowed only with existing_queue="
+    ):
+        IdempotentOrderPipeline(fresh_stack, "Pipeline", acknowledge_existing_queue_message_size=True)
 
 
 def test_fifo_of_a_topic_imported_by_a_token_arn_is_left_to_the_caller(fresh_stack: cdk.Stack) -> None:
@@ -517,6 +588,12 @@ CHECKS: list[tuple[str, Build, str]] = [
         "function_props replacing the environment",
         lambda s: {"function_props": {"environment": {"A": "b"}}},
         r"function_props\['environment'\]=\{'A': 'b'\}: not overridable, fixed by the design \(the handler's contract",
+    ),
+    (
+        "function_props setting the runtime (shown by its name, never a jsii object's address)",
+        lambda s: {"function_props": {"runtime": aws_lambda.Runtime.PYTHON_3_13}},
+        r"function_props\['runtime'\]=python3.13: not overridable, fixed by the design \(the asset is built and "
+        r"tested for python3.14\)",
     ),
     (
         "function_props setting the memory",

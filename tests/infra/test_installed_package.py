@@ -281,8 +281,9 @@ def test_an_app_outside_the_repository_synthesizes_a_filtered_subscriber_that_pa
         for r in resources.values()
         if r["Type"] == "AWS::Lambda::Function" and r["Properties"]["Handler"] == "shipping.handler"
     ]
-    assert len(function["Layers"]) == 1
-    [layer] = [r for r in resources.values() if r["Type"] == "AWS::Lambda::LayerVersion"]
+    [layer_id] = [n for n, r in resources.items() if r["Type"] == "AWS::Lambda::LayerVersion"]
+    assert sorted(map(str, function["Layers"])) == sorted(map(str, [{"Ref": layer_id}, {"Ref": "PowertoolsLayerArn"}]))
+    layer = resources[layer_id]
     staged = outdir / f"asset.{layer['Properties']['Content']['S3Key'].removesuffix('.zip')}"
     assert (staged / "python" / "idempotent_subscriber" / "dedup.py").read_bytes() == (
         installed.site / "idempotent_order_pipeline/_subscriber_layer/python/idempotent_subscriber/dedup.py"

@@ -110,7 +110,7 @@ def test_vpc_endpoints_reach_dynamodb_sns_and_sqs_from_the_function_only(
     template = Template.from_stack(stack)
     # WHEN the endpoints are read
     # THEN DynamoDB is a gateway endpoint on the function's route tables, SNS and SQS interface
-    # endpoints with private DNS in the function's subnets
+    # endpoints in the function's subnets, private DNS off (the VPC's other workloads keep their own)
     assert set(pipeline.vpc_endpoints) == {"dynamodb", "sns", "sqs"}
     template.has_resource_properties(
         "AWS::EC2::VPCEndpoint",
@@ -128,7 +128,7 @@ def test_vpc_endpoints_reach_dynamodb_sns_and_sqs_from_the_function_only(
             {
                 "VpcEndpointType": "Interface",
                 "ServiceName": {"Fn::Join": ["", ["com.amazonaws.", {"Ref": "AWS::Region"}, f".{service}"]]},
-                "PrivateDnsEnabled": True,
+                "PrivateDnsEnabled": False,
                 "SubnetIds": [{"Ref": logical_id(stack, subnet)} for subnet in vpc.isolated_subnets],
             },
         )
@@ -141,6 +141,57 @@ def test_vpc_endpoints_reach_dynamodb_sns_and_sqs_from_the_function_only(
         assert rule["SourceSecurityGroupId"] == {"Fn::GetAtt": [logical_id(stack, group), "GroupId"]}
     for endpoint_group in resources_of_type(template.to_json(), "AWS::EC2::SecurityGroup").values():
         assert "SecurityGroupIngress" not in endpoint_group["Properties"]
+
+
+def endpoint_url(stack: cdk.Stack, endpoint: aws_ec2.IVpcEndpoint) -> dict[str, Any]:
+    """``https://`` and the endpoint's regional DNS name, as the template computes it from ``DnsEntries``."""
+    entries = {"Fn::GetAtt": [logical_id(stack, endpoint), "DnsEntries"]}
+    name = {"Fn::Select": [1, {"Fn::Split": [":", {"Fn::Select": [0, entries]}]}]}
+    return {"Fn::Join": ["", ["https://", name]]}
+
+
+def function_variables(stack: cdk.Stack, function: aws_lambda.IFunction) -> dict[str, Any]:
+    resource = Template.from_stack(stack).to_json()["Resources"][logical_id(stack, function)]
+    variables: dict[str, Any] = resource["Properties"]["Environment"]["Variables"]
+    return variables
+
+
+def test_the_functions_reach_the_interface_endpoints_by_their_own_dns_names(
+    vpc_stack: tuple[cdk.Stack, IdempotentOrderPipeline, aws_ec2.Vpc, aws_ec2.SecurityGroup],
+) -> None:
+    # GIVEN create_vpc_endpoints=True, private DNS at its default (off)
+    stack, pipeline, _, _ = vpc_stack
+    assert pipeline.reconciliation is not None
+    expected = {
+        "AWS_ENDPOINT_URL_SNS": endpoint_url(stack, pipeline.vpc_endpoints["sns"]),
+        "AWS_ENDPOINT_URL_SQS": endpoint_url(stack, pipeline.vpc_endpoints["sqs"]),
+    }
+    # WHEN the consumer's and the reconciler's variables are read
+    for function in (pipeline.function, pipeline.reconciliation.function):
+        variables = function_variables(stack, function)
+        # THEN the SDK's service-specific endpoint variables name each endpoint's regional DNS name over HTTPS
+        assert {name: variables.get(name) for name in expected} == expected
+
+
+def test_private_dns_on_the_endpoints_is_opt_in_and_then_no_endpoint_variable_is_set(fresh_stack: cdk.Stack) -> None:
+    # GIVEN a VPC of the pipeline's own, endpoints with private DNS asked for
+    pipeline = IdempotentOrderPipeline(
+        fresh_stack,
+        "Pipeline",
+        vpc=isolated_vpc(fresh_stack),
+        create_vpc_endpoints=True,
+        vpc_endpoints_private_dns=True,
+    )
+    # WHEN the interface endpoints and the functions' variables are read
+    endpoints = resources_of_type(Template.from_stack(fresh_stack).to_json(), "AWS::EC2::VPCEndpoint")
+    interface = [e["Properties"] for e in endpoints.values() if e["Properties"]["VpcEndpointType"] == "Interface"]
+    # THEN both have private DNS on, and the functions use the services' own names (which lead there)
+    assert [e["PrivateDnsEnabled"] for e in interface] == [True, True]
+    assert pipeline.reconciliation is not None
+    for function in (pipeline.function, pipeline.reconciliation.function):
+        variables = function_variables(fresh_stack, function)
+        assert variables  # the handler's own variables are there
+        assert [name for name in variables if name.startswith("AWS_ENDPOINT_URL")] == []
 
 
 def test_vpc_endpoints_default_to_the_functions_default_subnets(fresh_stack: cdk.Stack) -> None:
@@ -172,6 +223,10 @@ INVALID: list[tuple[dict[str, Any], str]] = [
         r"vpc_subnets=.*: allowed only with vpc=",
     ),
     ({"create_vpc_endpoints": True}, r"create_vpc_endpoints=True: allowed only with vpc="),
+    (
+        {"vpc_endpoints_private_dns": True},
+        r"vpc_endpoints_private_dns=True: allowed only with create_vpc_endpoints=True",
+    ),
     ({"reserved_concurrency": 0}, r"reserved_concurrency=0: allowed None or at least 1 \(0 would stop the consumer\)"),
     ({"fifo_high_throughput": True}, r"fifo_high_throughput=True: allowed only with fifo=True"),
     (

@@ -9,6 +9,7 @@ from aws_cdk.assertions import Match
 
 from idempotent_order_pipeline import IdempotentOrderPipeline
 from idempotent_order_pipeline.construct import FUNCTION_ALIAS_NAME
+from idempotent_order_pipeline.core import rules
 from tests.infra.synth import Synthesized, logical_id, resources_of_type
 
 
@@ -92,3 +93,36 @@ def test_snap_start_cannot_come_through_function_props() -> None:
         IdempotentOrderPipeline(
             stack, "Pipeline", function_props={"snap_start": aws_lambda.SnapStartConf.ON_PUBLISHED_VERSIONS}
         )
+
+
+@pytest.mark.parametrize(("region", "name"), sorted(rules.SNAP_START_UNSUPPORTED_REGIONS.items()))
+def test_snap_start_in_a_region_without_it_is_a_synth_error(region: str, name: str) -> None:
+    # GIVEN a stack in a region where Lambda offers no SnapStart (the Lambda guide's list)
+    stack = cdk.Stack(cdk.App(), "Shop", env=cdk.Environment(account="111111111111", region=region))
+    # WHEN the pipeline asks for SnapStart there
+    # THEN synthesis fails naming the prop, the region and what is allowed, before anything is deployed
+    with pytest.raises(ValueError, match=rf"snap_start=True: Lambda does not offer SnapStart in region {region}") as e:
+        IdempotentOrderPipeline(stack, "Pipeline", snap_start=True)
+    assert name in str(e.value)
+    assert "allowed snap_start=False there" in str(e.value)
+    assert rules.SNAP_START_DOCS in str(e.value)
+
+
+def test_snap_start_is_not_checked_where_the_region_is_unknown_or_offers_it() -> None:
+    # GIVEN a region-agnostic stack and a stack in a region that offers SnapStart
+    app = cdk.App()
+    agnostic = cdk.Stack(app, "Agnostic")
+    offered = cdk.Stack(app, "Offered", env=cdk.Environment(account="111111111111", region="eu-west-1"))
+    # WHEN the pipeline asks for SnapStart in each
+    pipelines = [IdempotentOrderPipeline(stack, "Pipeline", snap_start=True) for stack in (agnostic, offered)]
+    # THEN both are built with SnapStart (Lambda checks the agnostic one at deploy)
+    assert [pipeline.function_alias is not None for pipeline in pipelines] == [True, True]
+
+
+def test_snap_start_off_in_a_region_without_it_is_fine() -> None:
+    # GIVEN a stack in Asia Pacific (New Zealand)
+    stack = cdk.Stack(cdk.App(), "Shop", env=cdk.Environment(account="111111111111", region="ap-southeast-6"))
+    # WHEN the pipeline keeps SnapStart off
+    pipeline = IdempotentOrderPipeline(stack, "Pipeline")
+    # THEN it is built, without the alias
+    assert pipeline.function_alias is None

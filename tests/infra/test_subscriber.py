@@ -20,6 +20,7 @@ from cfnlint.api import ManualArgs, lint_file
 
 from idempotent_order_pipeline import IdempotentOrderPipeline, IdempotentSubscriber
 from idempotent_order_pipeline.core.props import describe_default
+from idempotent_order_pipeline.powertools import LAYER_ARN_PARAMETER_ID
 from idempotent_order_pipeline.subscriber import findings
 from idempotent_order_pipeline.subscriber.construct import DEDUP_ACTIONS
 from idempotent_order_pipeline.subscriber.layer import LAYER_ROOT
@@ -29,6 +30,7 @@ from tests.infra.test_compliance import ACCEPTED_CFN_LINT_RULES, CHECKOV, LINT_R
 
 CODE = aws_lambda.Code.from_inline("def handler(event, context):\n    return {}\n")
 TOPIC_ARN = "arn:aws:sns:eu-west-1:123456789012:orders"
+TEAM_LAYER_ARN = "arn:aws:lambda:eu-west-1:123456789012:layer:shipping-tools:3"
 SUBSCRIBER_DOCS = REPO / "docs" / "subscriber.md"
 
 
@@ -127,9 +129,13 @@ def test_the_function_runs_the_teams_handler_with_the_layer_and_partial_batches(
         {
             "Handler": "shipping.handler",
             "Runtime": "python3.14",
-            "Layers": [{"Ref": Match.string_like_regexp("IdempotentSubscriberRuntimeLayer")}],
+            "Layers": [
+                {"Ref": Match.string_like_regexp("IdempotentSubscriberRuntimeLayer")},
+                {"Ref": LAYER_ARN_PARAMETER_ID},
+            ],
             "Environment": {
                 "Variables": {
+                    "POWERTOOLS_SERVICE_NAME": "TestStack-Shipping",
                     "ORDER_SUBSCRIBER_DEDUP_TABLE": {"Ref": Match.string_like_regexp("ShippingDedupTable")},
                     "ORDER_SUBSCRIBER_LEASE_SECONDS": "30",
                     "ORDER_SUBSCRIBER_RECORD_TTL_SECONDS": str(30 * 86400),
@@ -292,6 +298,24 @@ def test_the_stateful_logical_ids_are_pinned() -> None:
         ),
         ({"runtime": aws_lambda.Runtime.NODEJS_22_X}, r"runtime=nodejs22.x: allowed python3.11"),
         (
+            {"runtime": aws_lambda.Architecture.ARM_64},
+            r"runtime=arm64 \(Architecture\): allowed an aws_lambda.Runtime, one of python3.11, python3.12, "
+            r"python3.13, python3.14",
+        ),
+        (
+            {"architecture": aws_lambda.Runtime.PYTHON_3_13},
+            r"architecture=python3.13 \(Runtime\): allowed Architecture.ARM_64 or Architecture.X86_64",
+        ),
+        (
+            {"environment": {"POWERTOOLS_SERVICE_NAME": "mine"}},
+            r"environment keys \['POWERTOOLS_SERVICE_NAME'\]: set by the construct \(the helper's, and service_name=\)",
+        ),
+        ({"service_name": ""}, r"service_name='': allowed a non-empty name, or None for the default"),
+        (
+            {"layers": [aws_lambda.LayerVersion.from_layer_version_arn(cdk.Stack(), "L", TEAM_LAYER_ARN)] * 4},
+            r"layers: 4 given, allowed at most 3 \(Lambda allows 5 layers per function",
+        ),
+        (
             {"environment": {"ORDER_SUBSCRIBER_LEASE_SECONDS": "1"}},
             r"environment keys \['ORDER_SUBSCRIBER_LEASE_SECONDS'\]",
         ),
@@ -305,8 +329,122 @@ def test_the_stateful_logical_ids_are_pinned() -> None:
 )
 def test_invalid_props_are_refused_naming_the_prop_value_and_allowed(props: dict[str, Any], expected: str) -> None:
     # GIVEN an invalid prop / WHEN the subscriber is built / THEN a ValueError names it, its value and what is allowed
-    with pytest.raises(ValueError, match=expected):
+    with pytest.raises(ValueError, match=expected) as raised:
         on_topic(**props)
+    # AND a CDK object shows by its name, never as a jsii object's address
+    assert "object at 0x" not in str(raised.value)
+
+
+def test_the_function_gets_the_powertools_layer_of_its_runtime_then_the_teams_layers() -> None:
+    # GIVEN a subscriber on Python 3.13, x86_64, with a layer of the team's and a service name
+    team_layer = aws_lambda.LayerVersion.from_layer_version_arn(cdk.Stack(), "Tools", TEAM_LAYER_ARN)
+    stack, shipping = on_topic(
+        runtime=aws_lambda.Runtime.PYTHON_3_13,
+        architecture=aws_lambda.Architecture.X86_64,
+        layers=[team_layer],
+        service_name="fulfilment",
+    )
+    # WHEN synthesized
+    template = Template.from_stack(stack).to_json()
+    [function] = [r["Properties"] for r in template["Resources"].values() if r["Type"] == "AWS::Lambda::Function"]
+    # THEN its layers are the helper's, Powertools' for python3.13 on x86_64 (not the pipeline's 3.14 on arm64),
+    # then the team's
+    parameter_id = "PowertoolsLayerArnPython313X8664"
+    assert function["Layers"] == [
+        {"Ref": stack.get_logical_id(shipping.runtime_layer.node.default_child)},
+        {"Ref": parameter_id},
+        TEAM_LAYER_ARN,
+    ]
+    assert template["Parameters"][parameter_id]["Default"] == "/aws/service/powertools/python/x86_64/python3.13/3.37.0"
+    assert LAYER_ARN_PARAMETER_ID not in template["Parameters"]
+    # AND Powertools names the team's service
+    assert function["Environment"]["Variables"]["POWERTOOLS_SERVICE_NAME"] == "fulfilment"
+
+
+def test_a_subscriber_and_its_pipeline_share_the_stacks_powertools_parameter(with_pipeline: Synthesized) -> None:
+    # GIVEN a pipeline and a subscriber on the default runtime and architecture, in one stack
+    template = with_pipeline.template_json
+    # WHEN the stack's parameters and the subscriber's layers are read
+    [layers] = [
+        r["Properties"]["Layers"]
+        for n, r in template["Resources"].items()
+        if n.startswith("ShippingFunction") and r["Type"] == "AWS::Lambda::Function"
+    ]
+    # THEN one parameter serves both (python3.14, arm64)
+    assert [name for name in template["Parameters"] if name.startswith("PowertoolsLayerArn")] == [
+        LAYER_ARN_PARAMETER_ID
+    ]
+    assert {"Ref": LAYER_ARN_PARAMETER_ID} in layers
+
+
+def test_the_default_powertools_layer_is_refused_where_powertools_publishes_no_parameter() -> None:
+    # GIVEN a subscriber's stack in China, where Powertools publishes no SSM parameter
+    stack = cdk.Stack(cdk.App(), "Subscribers", env=cdk.Environment(account="123456789012", region="cn-north-1"))
+    topic = aws_sns.Topic.from_topic_arn(stack, "Orders", "arn:aws-cn:sns:cn-north-1:123456789012:orders")
+    # WHEN it is built without powertools_layer / THEN the error says to pass one
+    with pytest.raises(ValueError, match=r"powertools_layer=None: Powertools publishes no SSM parameter"):
+        IdempotentSubscriber(stack, "Shipping", topic=topic, code=CODE, handler="shipping.handler")
+    # AND with one, it is built with it
+    given = aws_lambda.LayerVersion.from_layer_version_arn(stack, "Powertools", TEAM_LAYER_ARN)
+    shipping = IdempotentSubscriber(
+        stack, "Billing", topic=topic, code=CODE, handler="billing.handler", powertools_layer=given
+    )
+    assert shipping.powertools_layer is given
+
+
+def test_a_pipeline_of_another_account_is_refused_saying_what_to_pass() -> None:
+    # GIVEN a pipeline in one account and a subscriber's stack in another (one app)
+    app = cdk.App()
+    shop = cdk.Stack(app, "Shop", env=cdk.Environment(account="111111111111", region="eu-west-1"))
+    pipeline = IdempotentOrderPipeline(shop, "Orders")
+    fulfilment = cdk.Stack(app, "Fulfilment", env=cdk.Environment(account="222222222222", region="eu-west-1"))
+    # WHEN the subscriber is given the pipeline
+    # THEN the collected ValueError names the prop, both environments and what to pass instead (not CDK's
+    # CannotUseCrossEnvironment, nor a physical topic name)
+    with pytest.raises(
+        ValueError, match=r"pipeline=Shop/Orders is in account 111111111111, region eu-west-1, this "
+    ) as e:
+        IdempotentSubscriber(fulfilment, "Shipping", pipeline=pipeline, code=CODE, handler="shipping.handler")
+    message = str(e.value)
+    assert "this subscriber in account 222222222222, region eu-west-1" in message
+    assert "topic=aws_sns.Topic.from_topic_arn(" in message
+    assert "pipeline.grant_subscribe(aws_iam.AccountPrincipal(" in message
+    # AND the same for the pipeline's topic given as topic=
+    with pytest.raises(ValueError, match=r"topic=Shop/Orders/Topic is in account 111111111111"):
+        IdempotentSubscriber(fulfilment, "Billing", topic=pipeline.topic, code=CODE, handler="billing.handler")
+
+
+def test_a_topic_of_another_account_and_region_by_its_arn_is_subscribed_there() -> None:
+    # GIVEN the pipeline's topic by its ARN (account 111111111111, eu-west-1), the subscriber in another
+    # account and region
+    stack = cdk.Stack(cdk.App(), "Fulfilment", env=cdk.Environment(account="222222222222", region="us-east-1"))
+    arn = "arn:aws:sns:eu-west-1:111111111111:orders"
+    topic = aws_sns.Topic.from_topic_arn(stack, "Orders", arn)
+    # WHEN the subscriber is built
+    IdempotentSubscriber(stack, "Shipping", topic=topic, code=CODE, handler="shipping.handler")
+    # THEN the subscription names the topic's ARN and region, and the queue lets that topic send to it
+    template = Template.from_stack(stack)
+    template.has_resource_properties(
+        "AWS::SNS::Subscription", {"TopicArn": arn, "Region": "eu-west-1", "Protocol": "sqs"}
+    )
+    template.has_resource_properties(
+        "AWS::SQS::QueuePolicy",
+        {
+            "PolicyDocument": {
+                "Statement": Match.array_with(
+                    [
+                        Match.object_like(
+                            {
+                                "Action": "sqs:SendMessage",
+                                "Principal": {"Service": "sns.amazonaws.com"},
+                                "Condition": {"ArnEquals": {"aws:SourceArn": arn}},
+                            }
+                        )
+                    ]
+                )
+            }
+        },
+    )
 
 
 def on_pipeline(**props: Any) -> IdempotentSubscriber:

@@ -54,6 +54,17 @@ def test_brownfield_pipeline_on_existing_resources_keeps_every_invariant(tmp_pat
         assert variables["ORDER_RECORDS_TABLE"] == existing["OrderRecordsTableName"]
         dlq_arn = sqs.get_queue_attributes(QueueUrl=variables["DEAD_LETTER_QUEUE_URL"], AttributeNames=["QueueArn"])
         assert dlq_arn["Attributes"]["QueueArn"] == existing["DeadLetterQueueArn"]
+        # AND it reaches the interface endpoints by their own DNS names (private DNS off), which the stand-in
+        # leaves aside for its one endpoint
+        endpoints = endpoint.client("ec2").describe_vpc_endpoints()["VpcEndpoints"]
+        names = {
+            e["ServiceName"].rsplit(".", 1)[1]: e["DnsEntries"][0]["DnsName"] for e in endpoints if e["DnsEntries"]
+        }
+        assert {variables["AWS_ENDPOINT_URL_SQS"], variables["AWS_ENDPOINT_URL_SNS"]} == {
+            f"https://{names['sqs']}",
+            f"https://{names['sns']}",
+        }
+        assert all(e["PrivateDnsEnabled"] is False for e in endpoints if e["VpcEndpointType"] == "Interface")
 
         # WHEN orders, re-sends, conflicts and invalid messages go through it with crashes
         run = run_chaos(sandbox, ChaosOptions(orders=30, seed=11))

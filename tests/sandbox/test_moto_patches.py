@@ -1164,3 +1164,64 @@ def test_the_partiql_fix_is_installed_and_removed_alone() -> None:
     finally:
         moto_patches.apply_partiql_fix()
     assert DynamoDBBackend.batch_execute_statement is moto_patches.batch_execute_statement
+
+
+VPC_ENDPOINT_TEMPLATE = {
+    "Resources": {
+        "Vpc": {"Type": "AWS::EC2::VPC", "Properties": {"CidrBlock": "10.0.0.0/16"}},
+        "Subnet": {
+            "Type": "AWS::EC2::Subnet",
+            "Properties": {"VpcId": {"Ref": "Vpc"}, "CidrBlock": "10.0.0.0/24"},
+        },
+        "SqsEndpoint": {
+            "Type": "AWS::EC2::VPCEndpoint",
+            "Properties": {
+                "VpcId": {"Ref": "Vpc"},
+                "ServiceName": f"com.amazonaws.{REGION}.sqs",
+                "VpcEndpointType": "Interface",
+                "SubnetIds": [{"Ref": "Subnet"}],
+                "PrivateDnsEnabled": False,
+            },
+        },
+        # What the construct computes for AWS_ENDPOINT_URL_SQS, kept where a test can read it.
+        "EndpointUrl": {
+            "Type": "AWS::SSM::Parameter",
+            "Properties": {
+                "Name": "/test/endpoint-url",
+                "Type": "String",
+                "Value": {
+                    "Fn::Join": [
+                        "",
+                        [
+                            "https://",
+                            {
+                                "Fn::Select": [
+                                    1,
+                                    {
+                                        "Fn::Split": [
+                                            ":",
+                                            {"Fn::Select": [0, {"Fn::GetAtt": ["SqsEndpoint", "DnsEntries"]}]},
+                                        ]
+                                    },
+                                ]
+                            },
+                        ],
+                    ]
+                },
+            },
+        },
+    }
+}
+
+
+def test_a_vpc_endpoints_dns_entries_resolve_as_in_cloudformation(cfn: Any) -> None:
+    # GIVEN an interface endpoint and a resource that reads its first DNS entry's name (as the construct's
+    # AWS_ENDPOINT_URL_SQS does)
+    # WHEN the stack is deployed by a change set
+    status = _deploy(cfn, "Endpoints", VPC_ENDPOINT_TEMPLATE)
+    # THEN it is created, and the value is https:// and the endpoint's DNS name, as EC2 describes it
+    assert status == "CREATE_COMPLETE", _failed_events(cfn, "Endpoints")
+    ec2 = boto3.client("ec2", region_name=REGION)
+    [endpoint] = ec2.describe_vpc_endpoints()["VpcEndpoints"]
+    value = boto3.client("ssm", region_name=REGION).get_parameter(Name="/test/endpoint-url")["Parameter"]["Value"]
+    assert value == f"https://{endpoint['DnsEntries'][0]['DnsName']}"

@@ -92,6 +92,14 @@ def _constant_name(value: object) -> str | None:
     return None
 
 
+def describe_value(value: object) -> str:
+    """A prop's value as an error message shows it: a runtime or architecture by its name (``python3.13``,
+    ``arm64``), never a jsii object's address; anything else as ``repr``."""
+    if isinstance(value, aws_lambda.Runtime | aws_lambda.Architecture):
+        return str(value.name)
+    return repr(value)
+
+
 def describe_default(value: object) -> str:
     """A default as the docstring states it: ``30 seconds``, ``RemovalPolicy.RETAIN``, ``('order_id',)``, ``None``."""
     if isinstance(value, Duration):
@@ -130,7 +138,10 @@ def params_doc(props_class: type, *, width: int = 104, indent: str = "    ") -> 
     lines: list[str] = []
     for prop_field in prop_fields(props_class):
         text = f":param {prop_field.name}: {prop_field.metadata[DOC]} {default_sentence(prop_field)}"
-        lines.extend(textwrap.wrap(text, width=width, initial_indent=indent, subsequent_indent=indent * 2))
+        wrapped = textwrap.wrap(
+            text, width=width, initial_indent=indent, subsequent_indent=indent * 2, break_on_hyphens=False
+        )
+        lines.extend(wrapped)
     return "\n".join(lines)
 
 
@@ -267,6 +278,6 @@ def well_typed(
         check = (fits or {}).get(name)
         if not (check(value) if check is not None else has_type(value, hints[name])):
             allowed = prop_field.metadata[ALLOWED] or type_name(hints[name])
-            findings.errors.append(f"{name}={value!r} ({type(value).__name__}): allowed {allowed}")
+            findings.errors.append(f"{name}={describe_value(value)} ({type(value).__name__}): allowed {allowed}")
             wrong[name] = getattr(defaults, name)
     return replace(props, **wrong) if wrong else props  # type: ignore[type-var]

@@ -46,6 +46,16 @@ ALLOWED_REMOVAL_POLICIES = (RemovalPolicy.DESTROY, RemovalPolicy.RETAIN, Removal
 #: Leaves room for ``-<key>`` within CloudWatch's 255 characters of an alarm name.
 MAX_ALARM_NAME_PREFIX_LENGTH = 200
 MAX_RUNBOOK_URL_LENGTH = 512
+#: Lambda's quota of layers per function.
+MAX_LAYERS_PER_FUNCTION = 5
+#: Where Lambda does not offer SnapStart, by region code (Lambda developer guide, "Improving startup
+#: performance with Lambda SnapStart", section "Supported Regions": every commercial Region except
+#: these two; https://docs.aws.amazon.com/lambda/latest/dg/snapstart.html#snapstart-supported-regions).
+SNAP_START_UNSUPPORTED_REGIONS = {
+    "ap-southeast-6": "Asia Pacific (New Zealand)",
+    "ap-east-2": "Asia Pacific (Taipei)",
+}
+SNAP_START_DOCS = "https://docs.aws.amazon.com/lambda/latest/dg/snapstart.html#snapstart-supported-regions"
 
 
 # ---- values -------------------------------------------------------------------------------------------
@@ -93,6 +103,21 @@ def derived_visibility_timeout(props: SqsFunctionProps) -> Duration:
 
 
 # ---- the rules ------------------------------------------------------------------------------------------
+
+
+def check_snap_start_region(region: str, findings: Findings, *, prop: str = "snap_start") -> None:
+    """SnapStart asked for in ``region`` (the stack's, when known: a token is not checked), where Lambda offers it.
+
+    Call only when the construct enables SnapStart; a region-agnostic stack is checked by Lambda at deploy.
+    """
+    if Token.is_unresolved(region) or region not in SNAP_START_UNSUPPORTED_REGIONS:
+        return
+    unsupported = ", ".join(f"{code} ({name})" for code, name in SNAP_START_UNSUPPORTED_REGIONS.items())
+    findings.errors.append(
+        f"{prop}=True: Lambda does not offer SnapStart in region {region} "
+        f"({SNAP_START_UNSUPPORTED_REGIONS[region]}); allowed {prop}=False there, or {prop}=True in any other "
+        f"commercial region (not {unsupported}; {SNAP_START_DOCS})"
+    )
 
 
 def check_batching(props: SqsFunctionProps, findings: Findings, *, fifo: bool) -> None:

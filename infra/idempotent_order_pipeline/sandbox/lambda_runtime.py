@@ -99,9 +99,21 @@ class Invocation:
 
 
 def lambda_environment(function: DeployedFunction, endpoint: Endpoint, task_dir: Path) -> dict[str, str]:
-    """The function's variables, then what Lambda reserves, then the sandbox's endpoint."""
+    """The function's variables, then what Lambda reserves, then the sandbox's endpoint.
+
+    Less the SDK's service-specific endpoint variables (``AWS_ENDPOINT_URL_SQS``, ...): they name VPC
+    endpoints the pipeline made (``create_vpc_endpoints``), which the stand-in has no network for; its
+    one endpoint (``AWS_ENDPOINT_URL``) serves every service, and a service-specific variable would win
+    over it.
+    """
+    from idempotent_order_pipeline._lambda_asset.order_consumer.contract.names import ENDPOINT_URL_VARIABLE_PREFIX
+
     return {
-        **function.environment,
+        **{
+            name: value
+            for name, value in function.environment.items()
+            if not name.startswith(ENDPOINT_URL_VARIABLE_PREFIX)
+        },
         "AWS_LAMBDA_FUNCTION_NAME": function.name,
         "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
         "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(function.memory_mb),

@@ -58,6 +58,12 @@ a skipped resource, a refused one) is logged to :data:`LOGGER`, which the server
     (:mod:`.moto_stack_resources`), with their logical and physical ids, types, statuses and the
     deployment's timestamps, and one event per resource; an update keeps a resource whose model moto
     cannot update in place (moto dropped it from the stack).
+11. **A VPC endpoint's attributes.** moto's ``AWS::EC2::VPCEndpoint`` answers no ``Fn::GetAtt``
+    (its model has no ``get_cfn_attribute``: the whole deploy fails), while the construct reads
+    ``DnsEntries`` for the functions' endpoint variables. Here ``DnsEntries`` is CloudFormation's list
+    of ``<hosted zone id>:<DNS name>`` (moto's entry for an interface endpoint; empty for a gateway),
+    ``NetworkInterfaceIds`` the endpoint's interfaces, and ``Id`` its id. The stand-in then drops the
+    variables for its one endpoint (``lambda_runtime.lambda_environment``).
 """
 
 from __future__ import annotations
@@ -76,6 +82,7 @@ from moto.cloudformation.models import ChangeSet, CloudFormationBackend, Event, 
 from moto.cloudformation.utils import random_suffix
 from moto.core.responses import ActionResult, EmptyResult
 from moto.dynamodb.models import dynamodb_backends
+from moto.ec2.models.vpcs import VPCEndPoint
 from moto.sns.models import sns_backends
 from moto.sqs.models import sqs_backends
 
@@ -644,6 +651,19 @@ def delete_event_source_mapping(self: LambdaBackend, uuid: str) -> Any:
 # --- 9. a stack's own layer versions ----------------------------------------------------------------
 
 
+def vpc_endpoint_attribute(self: VPCEndPoint, attribute_name: str) -> Any:
+    """``Fn::GetAtt`` of an ``AWS::EC2::VPCEndpoint``: ``DnsEntries``, ``NetworkInterfaceIds`` or ``Id``."""
+    from moto.cloudformation.exceptions import UnformattedGetAttTemplateException
+
+    if attribute_name == "DnsEntries":
+        return [f"{entry['hosted_zone_id']}:{entry['dns_name']}" for entry in self.dns_entries or []]
+    if attribute_name == "NetworkInterfaceIds":
+        return list(self.network_interface_ids or [])
+    if attribute_name == "Id":
+        return self.id
+    raise UnformattedGetAttTemplateException()
+
+
 def layer_version_physical_id(self: LayerVersion) -> str:
     """The physical id (and ``Ref``) of an ``AWS::Lambda::LayerVersion``: its version ARN, as in CloudFormation."""
     return self.arn
@@ -679,6 +699,7 @@ _PATCHES: list[tuple[Any, str, Any]] = [
     (parsing, "parse_and_update_resource", parse_and_update_resource),
     (parsing, "resource_class_from_type", resource_class_from_type),
     (LambdaBackend, "delete_event_source_mapping", delete_event_source_mapping),
+    (VPCEndPoint, "get_cfn_attribute", vpc_endpoint_attribute),
     (LayerVersion, "physical_resource_id", property(layer_version_physical_id)),
     (LayerVersion, "get_layer_version", get_layer_version),
     (Stack, "_add_stack_event", add_stack_event),

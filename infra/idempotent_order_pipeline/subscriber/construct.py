@@ -17,7 +17,8 @@ from aws_cdk import (
 )
 from constructs import Construct
 
-from idempotent_order_pipeline import compliance, monitoring, nag, removal
+from idempotent_order_pipeline import compliance, monitoring, nag, powertools, removal
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.names import SERVICE_NAME_VARIABLE
 from idempotent_order_pipeline._subscriber_layer.python.idempotent_subscriber import config
 from idempotent_order_pipeline.core import props as core_props
 from idempotent_order_pipeline.core import sqs_function, tables
@@ -31,6 +32,7 @@ from idempotent_order_pipeline.subscriber.props import (
     SubscriberKwargs,
     SubscriberProps,
     derived_lease,
+    source_environment_problems,
     topic_of,
     validate,
     well_typed,
@@ -131,6 +133,11 @@ class IdempotentSubscriber(Construct):
         findings = Findings()
         props = well_typed(props, findings)
         validate(props, findings)
+        findings.errors.extend(source_environment_problems(self, props))
+        if props.powertools_layer is None and (
+            layer_problem := powertools.default_layer_problem(self, props.runtime.name, props.architecture.name)
+        ):
+            findings.errors.append(layer_problem)
         core_props.report(self, "IdempotentSubscriber", findings)
         return props
 
@@ -174,6 +181,7 @@ class IdempotentSubscriber(Construct):
         lease = derived_lease(props)
         return {
             **(props.environment or {}),
+            SERVICE_NAME_VARIABLE: props.service_name or sqs_function.default_name(self),
             config.DEDUP_TABLE_VARIABLE: self.dedup_table.table_name,
             config.LEASE_SECONDS_VARIABLE: whole_seconds_text(lease),
             config.RECORD_TTL_SECONDS_VARIABLE: whole_seconds_text(props.record_retention),
@@ -194,6 +202,10 @@ class IdempotentSubscriber(Construct):
                 sid="ClaimAndMarkEvents", actions=list(DEDUP_ACTIONS), resources=[self.dedup_table.table_arn]
             )
         )
+        self.powertools_layer: aws_lambda.ILayerVersion = props.powertools_layer or powertools.default_powertools_layer(
+            self, "PowertoolsLayer", runtime=props.runtime, architecture=props.architecture
+        )
+        """Powertools for AWS Lambda (Python) for ``runtime`` and ``architecture``, or ``powertools_layer``."""
         function = aws_lambda.Function(
             self,
             "Function",
@@ -202,7 +214,7 @@ class IdempotentSubscriber(Construct):
                 description="Acts once per order notification (idempotent_subscriber).",
                 code=props.code,
                 handler=props.handler,
-                layers=[self.runtime_layer],
+                layers=[self.runtime_layer, self.powertools_layer, *props.layers],
                 environment=self._environment(),
                 log_group=log_group,
                 role=role,

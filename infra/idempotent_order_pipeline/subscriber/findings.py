@@ -72,8 +72,9 @@ CHECKOV_SUPPRESSIONS = (
     CheckovSuppression(
         "CKV_AWS_173",
         "function",
-        "The construct's variables hold only the table name, the lease and the TTL; Lambda encrypts variables at "
-        "rest with its AWS managed key. The team's environment= holds no secret (use Secrets Manager).",
+        "The construct's variables hold only the table name, the lease, the TTL and the service name; Lambda "
+        "encrypts variables at rest with its AWS managed key. The team's environment= holds no secret (use Secrets "
+        "Manager).",
     ),
 )
 

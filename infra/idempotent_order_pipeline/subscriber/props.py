@@ -9,13 +9,17 @@ the subscriber's own (its source, handler, runtime, environment and lease) is he
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from aws_cdk import Duration, Token, aws_lambda, aws_sns
+from aws_cdk import Duration, Stack, Token, aws_lambda, aws_sns
 
 from idempotent_order_pipeline import notifications
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.names import (
+    SERVICE_NAME_VARIABLE,
+    TOPIC_ARN_OUTPUT,
+)
 from idempotent_order_pipeline._subscriber_layer.python.idempotent_subscriber import config
 from idempotent_order_pipeline.core import rules, sqs_function
 from idempotent_order_pipeline.core.function_props import SqsFunctionKwargs, SqsFunctionProps
@@ -24,6 +28,8 @@ from idempotent_order_pipeline.core.props import well_typed as _well_typed
 from idempotent_order_pipeline.core.rules import as_time, derived_visibility_timeout, seconds
 
 if TYPE_CHECKING:
+    from constructs import Construct
+
     from idempotent_order_pipeline.construct import IdempotentOrderPipeline
 
 #: The runtimes the helper's layer is built and tested for (it is pure Python, any architecture).
@@ -33,6 +39,12 @@ LAYER_RUNTIMES = (
     aws_lambda.Runtime.PYTHON_3_13,
     aws_lambda.Runtime.PYTHON_3_14,
 )
+#: Layers the team may add: Lambda's limit less the helper's and Powertools'.
+MAX_TEAM_LAYERS = rules.MAX_LAYERS_PER_FUNCTION - 2
+#: The runtimes as messages and the docs name them.
+LAYER_RUNTIME_NAMES = ", ".join(runtime.name for runtime in LAYER_RUNTIMES)
+#: The architectures the function may run on (the helper is pure Python; Powertools has a layer for each).
+ARCHITECTURES = (aws_lambda.Architecture.ARM_64, aws_lambda.Architecture.X86_64)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,11 +79,34 @@ class SubscriberProps(SqsFunctionProps):
     )
     runtime: aws_lambda.Runtime = prop(
         sqs_function.RUNTIME,
-        "the function's Python runtime, 3.11 to 3.14 (the layer's).",
+        "the function's Python runtime, 3.11 to 3.14 (the layer's); the Powertools layer is the one for it.",
+        allowed=f"an aws_lambda.Runtime, one of {LAYER_RUNTIME_NAMES}, e.g. Runtime.PYTHON_3_13",
     )
     architecture: aws_lambda.Architecture = prop(
         sqs_function.ARCHITECTURE,
-        "the function's architecture (the layer is pure Python).",
+        "the function's architecture (the layer is pure Python); the Powertools layer is the one for it.",
+        allowed="Architecture.ARM_64 or Architecture.X86_64",
+    )
+    layers: Sequence[aws_lambda.ILayerVersion] = prop(
+        (),
+        "the team's own Lambda layers, after the helper's and Powertools' (Lambda allows five in all).",
+        default_means="none",
+        allowed="a sequence of aws_lambda.ILayerVersion, e.g. [LayerVersion.from_layer_version_arn(...)]",
+    )
+    powertools_layer: aws_lambda.ILayerVersion | None = prop(
+        None,
+        "the layer providing Powertools for AWS Lambda (Python) to the team's code.",
+        default_means=(
+            "the official public layer of the pinned version for ``runtime`` and ``architecture``, its ARN "
+            "read at deploy from Powertools' public SSM parameter (the stack parameter ``PowertoolsLayerArn`` "
+            "for Python 3.14 on arm64, shared with the pipeline; ``PowertoolsLayerArn<Python3NN><Arch>`` "
+            "otherwise); an error in aws-cn or aws-us-gov, which have no such parameter"
+        ),
+    )
+    service_name: str | None = prop(
+        None,
+        "``POWERTOOLS_SERVICE_NAME``: the service of the team's Powertools logs, metrics and traces.",
+        default_means="the stack name and this construct's path in the stack, e.g. ``dev-Shop-Fulfilment``",
     )
     environment: Mapping[str, str] | None = prop(
         None,
@@ -135,6 +170,9 @@ class SubscriberKwargs(SqsFunctionKwargs, _RequiredSubscriberKwargs, total=False
     topic: aws_sns.ITopic | None
     runtime: aws_lambda.Runtime
     architecture: aws_lambda.Architecture
+    layers: Sequence[aws_lambda.ILayerVersion]
+    powertools_layer: aws_lambda.ILayerVersion | None
+    service_name: str | None
     environment: Mapping[str, str] | None
     filter_policy: Mapping[str, aws_sns.SubscriptionFilter] | None
     filter_policy_with_message_body: Mapping[str, aws_sns.FilterOrPolicy] | None
@@ -196,6 +234,43 @@ def validate(props: SubscriberProps, findings: Findings | None = None) -> Findin
     return findings
 
 
+def source_environment_problems(scope: Construct, props: SubscriberProps) -> list[str]:
+    """A pipeline (or a topic created in this app) in another account or region than the subscriber's stack.
+
+    CloudFormation references values across stacks of one account and region only, and the topic's
+    ARN holds the name CloudFormation generates: it is known only in the pipeline's stack. So the
+    subscription, made in the subscriber's stack, can name the topic only by an ARN given as text
+    (``Topic.from_topic_arn``). Without this check CDK fails later with ``CannotUseCrossEnvironment``
+    or asks for a physical topic name, which the pipeline never sets.
+    """
+    mine = Stack.of(scope)
+    for name, source in (("pipeline", props.pipeline), ("topic", props.topic)):
+        if source is None or (name == "pipeline" and not _is_pipeline(source)):
+            continue
+        if name == "topic" and not isinstance(source, aws_sns.Topic):
+            continue  # imported: its ARN is text the subscription can name in any environment
+        theirs = Stack.of(source)
+        if theirs.environment == mine.environment:
+            continue
+        return [
+            f"{name}={source.node.path} is in {_environment(theirs)}, this subscriber in {_environment(mine)}: "
+            "CloudFormation cannot reference the topic across accounts or regions (its ARN is known in the "
+            "pipeline's stack only); allowed: the pipeline in this subscriber's account and region, or "
+            f"topic=aws_sns.Topic.from_topic_arn(scope, id, '<the topic ARN, the pipeline stack's {TOPIC_ARN_OUTPUT} "
+            "output>') "
+            "instead of pipeline=, with pipeline.grant_subscribe(aws_iam.AccountPrincipal('<this account>')) in the "
+            "pipeline's stack when the accounts differ (docs/subscriber.md, 'Another account or region')"
+        ]
+    return []
+
+
+def _environment(stack: Stack) -> str:
+    """``account 111111111111, region eu-west-1``, with ``unknown`` for an environment-agnostic side."""
+    account = "unknown" if Token.is_unresolved(stack.account) else stack.account
+    region = "unknown" if Token.is_unresolved(stack.region) else stack.region
+    return f"account {account}, region {region}"
+
+
 def _check_source(props: SubscriberProps, findings: Findings) -> None:
     errors = findings.errors
     if (props.pipeline is None) == (props.topic is None):
@@ -235,15 +310,25 @@ def _check_code(props: SubscriberProps, findings: Findings) -> None:
     if not Token.is_unresolved(props.handler) and not props.handler.strip():
         errors.append(f"handler={props.handler!r}: allowed a non-empty 'module.function', e.g. 'shipping.handler'")
     if props.runtime.name not in {runtime.name for runtime in LAYER_RUNTIMES}:
+        errors.append(f"runtime={props.runtime.name}: allowed {LAYER_RUNTIME_NAMES} (the helper's layer is Python)")
+    if props.architecture.name not in {architecture.name for architecture in ARCHITECTURES}:
         errors.append(
-            f"runtime={props.runtime.name}: allowed {', '.join(r.name for r in LAYER_RUNTIMES)} (the helper's layer "
-            "is Python)"
+            f"architecture={props.architecture.name}: allowed {', '.join(a.name for a in ARCHITECTURES)} (the "
+            "architectures Lambda and Powertools' layers offer)"
         )
-    owned = sorted(set(props.environment or {}) & set(config.VARIABLES))
+    if props.service_name is not None and not Token.is_unresolved(props.service_name) and not props.service_name:
+        errors.append("service_name='': allowed a non-empty name, or None for the default")
+    reserved = (*config.VARIABLES, SERVICE_NAME_VARIABLE)
+    owned = sorted(set(props.environment or {}) & set(reserved))
     if owned:
         errors.append(
-            f"environment keys {owned}: set by the construct for the helper; allowed any other name "
-            f"(reserved: {', '.join(config.VARIABLES)})"
+            f"environment keys {owned}: set by the construct (the helper's, and service_name=); allowed any other "
+            f"name (reserved: {', '.join(reserved)})"
+        )
+    if len(props.layers) > MAX_TEAM_LAYERS:
+        errors.append(
+            f"layers: {len(props.layers)} given, allowed at most {MAX_TEAM_LAYERS} (Lambda allows "
+            f"{rules.MAX_LAYERS_PER_FUNCTION} layers per function; the helper's and Powertools' are two of them)"
         )
 
 

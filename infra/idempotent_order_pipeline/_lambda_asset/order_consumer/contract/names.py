@@ -110,6 +110,12 @@ NOTIFICATION_BODY_VARIABLE = "NOTIFICATION_BODY"
 #: Powertools' own variables, which the construct sets: the logs' and metrics' service, the namespace.
 SERVICE_NAME_VARIABLE = "POWERTOOLS_SERVICE_NAME"
 METRICS_NAMESPACE_VARIABLE = "POWERTOOLS_METRICS_NAMESPACE"
+#: The AWS SDKs' service-specific endpoint variables (AWS SDKs and Tools reference guide, "Service-specific
+#: endpoints"; botocore reads them when a client is made without ``endpoint_url``): with
+#: ``create_vpc_endpoints`` and private DNS off, the construct points them at its interface endpoints.
+ENDPOINT_URL_VARIABLE_PREFIX = "AWS_ENDPOINT_URL_"
+SNS_ENDPOINT_URL_VARIABLE = f"{ENDPOINT_URL_VARIABLE_PREFIX}SNS"
+SQS_ENDPOINT_URL_VARIABLE = f"{ENDPOINT_URL_VARIABLE_PREFIX}SQS"
 #: The reconciler's only variable on top of the consumer's: how long a record must have been pending.
 RECONCILE_AFTER_VARIABLE = "RECONCILE_AFTER_SECONDS"
 #: What the consumer cannot start without.
