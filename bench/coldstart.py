@@ -20,8 +20,10 @@ unless the asset ships ``.pyc`` files).
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,21 +64,49 @@ def import_times(name: str, source_roots: list[Path], samples: int) -> list[Impo
     from bench.capped import worker_environment
     from bench.worker import MODULES, PEER_VARIABLES
 
-    env = {
-        **worker_environment(name, "http://127.0.0.1:9"),
-        "PYTHONPATH": os.pathsep.join(str(root) for root in source_roots),
-    }
     probe = _PROBE.format(module=MODULES[name], peer=name != "ours", variables=PEER_VARIABLES.get(name, ()))
     results = []
-    for _ in range(samples):
-        completed = subprocess.run(  # noqa: S603 - our own interpreter and a fixed probe
-            [sys.executable, "-c", probe],
-            env=env,
-            cwd=source_roots[0],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        wall_ms, cpu_ms, start_ms, start_cpu_ms = map(float, completed.stdout.strip().splitlines()[-1].split())
-        results.append(ImportTime(wall_ms=wall_ms, cpu_ms=cpu_ms, start_wall_ms=start_ms, start_cpu_ms=start_cpu_ms))
+    with tempfile.TemporaryDirectory(prefix="coldstart-") as folder:
+        roots = staged(source_roots, Path(folder))
+        env = {
+            **worker_environment(name, "http://127.0.0.1:9"),
+            "PYTHONPATH": os.pathsep.join(str(root) for root in roots),
+        }
+        for _ in range(samples):
+            completed = subprocess.run(  # noqa: S603 - our own interpreter and a fixed probe
+                [sys.executable, "-c", probe],
+                env=env,
+                cwd=roots[0],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            wall_ms, cpu_ms, start_ms, start_cpu_ms = map(float, completed.stdout.strip().splitlines()[-1].split())
+            results.append(
+                ImportTime(wall_ms=wall_ms, cpu_ms=cpu_ms, start_wall_ms=start_ms, start_cpu_ms=start_cpu_ms)
+            )
     return results
+
+
+#: What the probe imports from the roots after the first: the peers and the context (``bench.*``).
+_PROBE_PACKAGES = ("bench",)
+
+
+def staged(source_roots: list[Path], folder: Path) -> list[Path]:
+    """Copies of the roots without bytecode, as Lambda's code directory has none unless the asset ships it.
+
+    The first root (the handler's, ``/var/task``) whole; of each other root only :data:`_PROBE_PACKAGES`.
+    The tests write ``__pycache__`` beside the sources, which an import of the sources themselves would
+    read.
+    """
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    task = folder / "task"
+    shutil.copytree(source_roots[0], task, ignore=ignore)
+    roots = [task]
+    for index, root in enumerate(source_roots[1:]):
+        copy = folder / f"root-{index}"
+        for package in _PROBE_PACKAGES:
+            if (root / package).is_dir():
+                shutil.copytree(root / package, copy / package, ignore=ignore)
+        roots.append(copy)
+    return roots
