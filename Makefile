@@ -147,9 +147,12 @@ dist: $(STAMP) ## Build the sdist and the wheel into dist/ and check them with t
 	$(BIN)/python -m build --no-isolation --outdir dist .
 	$(BIN)/twine check --strict dist/*
 
+# test-fast: the fast tests' module fixtures are synths of a few seconds, so workers steal tests from
+# each other's files (no worker idles at the end); make test keeps whole files on one worker, where a
+# module fixture can take a minute (the bench's smoke run, the reconciler's deadlines).
 .PHONY: test-fast
 test-fast: $(STAMP) check-node ## The edit-run loop: every test not marked slow or e2e (no lint, no gate, no processes), on 2 workers
-	$(BIN)/python -m pytest -n 2 --dist loadfile -m "not slow and not e2e" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n 2 --dist worksteal -m "not slow and not e2e" $(PYTEST_ARGS)
 
 # The functions run python3.14 on AWS; the rest of the suite runs on this venv's Python (3.11 here).
 # tools/runtime_python.py compiles every module the functions load (the asset, the subscriber layer,
