@@ -66,6 +66,9 @@ MIN_TEST_ARGS ?= tests/infra --ignore=tests/infra/test_snapshots.py --ignore=tes
 NODE_MIN := 22
 NODE ?= $(BIN)/node
 PYTEST_ARGS ?=
+# pytest workers of make test (its slow and end-to-end tests wait on processes, deploys and deadlines
+# much of the time); make test-fast runs 2.
+TEST_WORKERS ?= 2
 
 .PHONY: help
 help: ## List the targets
@@ -132,7 +135,7 @@ lint: $(STAMP) check-node ## ruff + mypy (the library, then the Lambda asset and
 test: ## Lint, the data-loss gate, the function tests on python3.14, then every test (fast, slow and end-to-end), on 2 workers
 	$(MAKE) --no-print-directory -j3 --output-sync=target $(STAMP) $(CHECKOV_STAMP) $(PARLIAMENT_STAMP) runtime-prepare
 	$(MAKE) --no-print-directory -j2 --output-sync=target lint diff test-runtime-fast
-	$(BIN)/python -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 # BASE: the git ref the change merges into (default: the merge-base of HEAD and main). The gate
 # runs `order-pipeline upgrade-check` on each stage's synthesized template against that ref's snapshot.
