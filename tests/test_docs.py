@@ -107,7 +107,8 @@ def test_readme_names_every_venv_the_first_run_creates() -> None:
     }
     assert len(created) >= 3
     # WHEN the README's set-up paragraph is read
-    paragraph = " ".join(README.read_text(encoding="utf-8").split("the first run creates", 1)[1].split("\n\n")[0].split())
+    after = README.read_text(encoding="utf-8").split("the first run creates", 1)[1]
+    paragraph = " ".join(after.split("\n\n")[0].split())
     # THEN it names each of them, and no other venv
     named = set(re.findall(r"`(\.venv[\w-]*)`", paragraph))
     assert named == created, (named, created)
