@@ -191,6 +191,23 @@ class ReconcilerWorld:
         finally:
             consumer_handler.configure()
 
+    def deliver_expecting_a_park(self, body: dict[str, Any]) -> None:
+        """Run the consumer's handler on one message it must park in the DLQ (and acknowledge)."""
+        board = FaultBoard()
+        clients = Clients(
+            dynamodb=GuardedClient(self.dynamodb, board),  # type: ignore[arg-type]
+            sns=GuardedClient(self.sns, board),  # type: ignore[arg-type]
+            sqs=GuardedClient(self.sqs, board),  # type: ignore[arg-type]
+        )
+        consumer_handler.configure(clients, self.env)
+        try:
+            response = consumer_handler.handler({"Records": [sqs_record(body)]}, FakeContext())
+        finally:
+            consumer_handler.configure()
+        assert response["batchItemFailures"] == []
+        assert "send_message" in board.requests or "send_message_batch" in board.requests, "not parked"
+        assert "transact_write_items" not in board.requests
+
     def deliver_normally(self, orders: Sequence[dict[str, Any]]) -> None:
         """Run the consumer's handler on the orders with nothing failing (recorded, published, sent)."""
         # Guarded (with no fault armed) for the board's lock: the consumer's threads must not call

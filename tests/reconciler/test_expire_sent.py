@@ -67,7 +67,9 @@ def test_an_expiry_that_fails_is_reported_and_the_record_left_as_it_was(world: R
 
     # THEN nothing is counted, the error names the action, and the record keeps no ttl
     assert report.expired == 0
-    assert report.errors == ["DynamoDB failed the expiry of a sent record without a ttl: ThrottlingException: slow down"]
+    assert report.errors == [
+        "DynamoDB failed the expiry of a sent record without a ttl: ThrottlingException: slow down"
+    ]
     assert "ttl" not in world.records()[event_id]
 
 
