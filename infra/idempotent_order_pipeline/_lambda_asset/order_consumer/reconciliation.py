@@ -205,7 +205,7 @@ class Reconciler:
         page_size: int = DEFAULT_PAGE_SIZE,
         min_remaining_ms: int = DEFAULT_MIN_REMAINING_MS,
         return_margin_ms: int = DEFAULT_RETURN_MARGIN_MS,
-        index_margin_seconds: float = INDEX_PROPAGATION_MARGIN_SECONDS,
+        index_margin_seconds: float | None = None,
     ) -> None:
         self._index = index
         self._notifier = notifier
@@ -217,7 +217,8 @@ class Reconciler:
         self._page_size = page_size
         self._min_remaining_ms = min_remaining_ms
         self._return_margin_ms = return_margin_ms
-        self._index_margin = index_margin_seconds
+        #: None: the contract's INDEX_PROPAGATION_MARGIN_SECONDS (as this module has it at construction).
+        self._index_margin = INDEX_PROPAGATION_MARGIN_SECONDS if index_margin_seconds is None else index_margin_seconds
 
     def run(self, remaining_ms: RemainingTime | None = None) -> RunReport:
         """One pass over the index; never raises for a domain error, only for a crash (BaseException).

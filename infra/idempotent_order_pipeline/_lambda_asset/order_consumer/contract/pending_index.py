@@ -33,6 +33,10 @@ PENDING_SHARDS = 32
 #: The shards of the releases whose reconciler queried fewer (0.2.0: 16, ``"0"`` to ``"15"``). Today's
 #: reads query every shard, so a record on one of theirs is found; theirs never look past their own.
 SHARDS_OF_RELEASE = {"0.2.0": 16}
+#: The releases whose index held only pending records (their mark removed the shard): their
+#: reconciler reads every entry older than its threshold on every run, so before a rollback to one
+#: the sent records leave the index (``order-pipeline migrate --for-rollback-to``).
+SPARSE_INDEX_RELEASES = ("0.2.0",)
 
 # What each of the reconciler's reads projects (``order_consumer.pending_records``): its role may
 # read these attributes and no others (``dynamodb:Attributes`` in the construct's reconciliation
