@@ -20,6 +20,7 @@ from aws_cdk.assertions import Match
 from moto import mock_aws
 
 from idempotent_order_pipeline import IdempotentOrderPipeline
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_index import CHECKPOINT_EVENT_ID
 from idempotent_order_pipeline.monitoring import AlarmThreshold
 from idempotent_order_pipeline.reconciliation import RECONCILER_HANDLER, alarm_threshold_seconds
 from tests.infra.synth import Synthesized, logical_id, resources_of_type, synth_pipeline
@@ -163,8 +164,8 @@ def test_the_reconciler_role_has_exactly_its_calls(default_pipeline: Synthesized
             "StringEqualsIfExists": {"dynamodb:ReturnValues": ["NONE", "ALL_OLD"]},
         },
     }
-    assert statements["ReleaseSentRecordsStillIndexed"] == {
-        "Sid": "ReleaseSentRecordsStillIndexed",
+    assert statements["ExpireSentRecordsWithoutTtl"] == {
+        "Sid": "ExpireSentRecordsWithoutTtl",
         "Action": "dynamodb:UpdateItem",
         "Effect": "Allow",
         "Resource": {"Fn::GetAtt": [events, "Arn"]},
@@ -175,6 +176,20 @@ def test_the_reconciler_role_has_exactly_its_calls(default_pipeline: Synthesized
             "StringEqualsIfExists": {"dynamodb:ReturnValues": ["NONE", "ALL_OLD"]},
         },
     }
+    # AND its checkpoints: one item of processed_events, under the key no order can have, its three attributes
+    assert statements["KeepCheckpoints"] == {
+        "Sid": "KeepCheckpoints",
+        "Action": ["dynamodb:GetItem", "dynamodb:PutItem"],
+        "Effect": "Allow",
+        "Resource": {"Fn::GetAtt": [events, "Arn"]},
+        "Condition": {
+            "ForAllValues:StringEquals": {
+                "dynamodb:LeadingKeys": ["order-pipeline:reconciler-checkpoint"],
+                "dynamodb:Attributes": ["event_id", "checkpoints", "revision"],
+            },
+            "StringEqualsIfExists": {"dynamodb:Select": "SPECIFIC_ATTRIBUTES", "dynamodb:ReturnValues": "NONE"},
+        },
+    }
     assert statements["PublishNotifications"]["Resource"] == {"Ref": logical_id(stack, pipeline.topic)}
     actions = {a for s in statements.values() for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])}
     assert actions == {
@@ -182,6 +197,8 @@ def test_the_reconciler_role_has_exactly_its_calls(default_pipeline: Synthesized
         "logs:PutLogEvents",
         "dynamodb:Query",
         "dynamodb:BatchGetItem",
+        "dynamodb:GetItem",
+        "dynamodb:PutItem",
         "dynamodb:PartiQLUpdate",
         "dynamodb:UpdateItem",
         "sns:Publish",
@@ -389,6 +406,7 @@ def test_the_entry_point_notifies_what_a_crashed_consumer_left_pending(
 ) -> None:
     from idempotent_order_pipeline._lambda_asset.order_consumer import handler as consumer_entry
     from idempotent_order_pipeline._lambda_asset.order_consumer import reconciler as reconciler_entry
+    from idempotent_order_pipeline._lambda_asset.order_consumer import reconciliation as reconciliation_module
     from idempotent_order_pipeline._lambda_asset.order_consumer.runtime import Clients
     from tests.consumer.harness import ArmedFault, Crash, FakeContext, FaultBoard, GuardedClient, sqs_record
 
@@ -429,8 +447,10 @@ def test_the_entry_point_notifies_what_a_crashed_consumer_left_pending(
         assert [item["status"]["S"] for item in records.values()] == ["pending"] * 3
 
         # WHEN RECONCILE_AFTER_SECONDS=1, a little over a second passes, and the entry point is invoked
+        # (with no index margin: moto's index has no lag)
         for name, value in {**env, "RECONCILE_AFTER_SECONDS": "1"}.items():
             monkeypatch.setenv(name, value)
+        monkeypatch.setattr(reconciliation_module, "INDEX_PROPAGATION_MARGIN_SECONDS", 0)
         reconciler_entry.configure()
         time.sleep(1.2)
         answer = reconciler_entry.handler({"source": "aws.events"}, FakeContext())
@@ -451,9 +471,11 @@ def test_the_entry_point_notifies_what_a_crashed_consumer_left_pending(
             ),
             key=lambda b: b["order_id"],
         )
-        # AND every record is sent, out of the index, with a ttl; the order rows are as the consumer wrote them
+        # AND every record is sent with a ttl, its index entry kept; beside them the reconciler's checkpoint
+        # item; the order rows are as the consumer wrote them
         after = dynamodb.scan(TableName=events_table, ConsistentRead=True)["Items"]
-        assert len(after) == 3
-        assert all(item["status"]["S"] == "sent" and "pending_shard" not in item and "ttl" in item for item in after)
+        assert sorted(item["event_id"]["S"] for item in after) == sorted([*records, CHECKPOINT_EVENT_ID])
+        after = [item for item in after if item["event_id"]["S"] in records]
+        assert all(item["status"]["S"] == "sent" and "pending_shard" in item and "ttl" in item for item in after)
         assert len(dynamodb.scan(TableName=orders_table)["Items"]) == 3
         assert answer["reconciled"] == 3
