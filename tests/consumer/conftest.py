@@ -7,7 +7,6 @@ import pytest
 from moto import mock_aws
 
 from idempotent_order_pipeline._lambda_asset.order_consumer import handler as handler_module
-from idempotent_order_pipeline._lambda_asset.order_consumer import reconciliation as reconciliation_module
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.names import (
     CONSUMER_UPDATE_ATTRIBUTES,
     MARK_STATEMENT_ATTRIBUTES,
@@ -53,10 +52,3 @@ def make_world() -> Iterator[Callable[..., World]]:
 @pytest.fixture
 def world(make_world: Callable[..., World]) -> World:
     return make_world()
-
-
-@pytest.fixture
-def no_index_margin(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Reconcilers built in the test read the index up to ``reconcile_after`` itself (moto's index has
-    no lag to allow for): a record just recorded is found with ``RECONCILE_AFTER_SECONDS=0``."""
-    monkeypatch.setattr(reconciliation_module, "INDEX_PROPAGATION_MARGIN_SECONDS", 0)

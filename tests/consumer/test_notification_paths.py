@@ -38,9 +38,7 @@ def marks_fail(world: World) -> None:
     )
 
 
-def test_the_four_publishing_paths_send_identical_notifications(
-    make_world: Callable[..., World], no_index_margin: None
-) -> None:
+def test_the_four_publishing_paths_send_identical_notifications(make_world: Callable[..., World]) -> None:
     # GIVEN a FIFO pipeline sending attributes and the whole order, whose sent marks keep failing (so the record
     # stays pending and every path gets to publish it), with the pending index the reconciler and the CLI read
     world = make_world(
@@ -102,9 +100,7 @@ def test_the_four_publishing_paths_send_identical_notifications(
     assert first[0]["MessageGroupId"].startswith("sha256:")  # the order id is no valid group id: hashed
 
 
-def test_the_reconciler_reads_only_the_fields_the_notification_carries(
-    make_world: Callable[..., World], no_index_margin: None
-) -> None:
+def test_the_reconciler_reads_only_the_fields_the_notification_carries(make_world: Callable[..., World]) -> None:
     # GIVEN a pipeline sending two attributes (one dotted) with the thin body, and an order left pending
     world = make_world(env={"NOTIFICATION_ATTRIBUTES": json.dumps(["country", "customer.tier"])})
     add_pending_index(world.dynamodb, world.events_table)

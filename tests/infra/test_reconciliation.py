@@ -406,7 +406,6 @@ def test_the_entry_point_notifies_what_a_crashed_consumer_left_pending(
 ) -> None:
     from idempotent_order_pipeline._lambda_asset.order_consumer import handler as consumer_entry
     from idempotent_order_pipeline._lambda_asset.order_consumer import reconciler as reconciler_entry
-    from idempotent_order_pipeline._lambda_asset.order_consumer import reconciliation as reconciliation_module
     from idempotent_order_pipeline._lambda_asset.order_consumer.runtime import Clients
     from tests.consumer.harness import ArmedFault, Crash, FakeContext, FaultBoard, GuardedClient, sqs_record
 
@@ -447,10 +446,8 @@ def test_the_entry_point_notifies_what_a_crashed_consumer_left_pending(
         assert [item["status"]["S"] for item in records.values()] == ["pending"] * 3
 
         # WHEN RECONCILE_AFTER_SECONDS=1, a little over a second passes, and the entry point is invoked
-        # (with no index margin: moto's index has no lag)
         for name, value in {**env, "RECONCILE_AFTER_SECONDS": "1"}.items():
             monkeypatch.setenv(name, value)
-        monkeypatch.setattr(reconciliation_module, "INDEX_PROPAGATION_MARGIN_SECONDS", 0)
         reconciler_entry.configure()
         time.sleep(1.2)
         answer = reconciler_entry.handler({"source": "aws.events"}, FakeContext())

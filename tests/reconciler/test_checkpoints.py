@@ -14,6 +14,7 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.contract.message imp
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.notification import Notification
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_index import (
     CHECKPOINT_EVENT_ID,
+    INDEX_PROPAGATION_MARGIN_SECONDS,
     PENDING_SHARD_ATTRIBUTE,
     pending_shard,
 )
@@ -284,3 +285,9 @@ def parse_order_message_sha(body: dict[str, Any]) -> str:
 def notification_of(world: ReconcilerWorld, event_id: str) -> Notification:
     record = world.records()[event_id]
     return Notification(event_id=event_id, order_id=record["order_id"], payload_sha256=record["payload_sha256"])
+
+
+def test_the_deployed_reconciler_allows_the_index_a_minute_of_lag() -> None:
+    # GIVEN the contract's margin (the test session sets the module's copy to 0: moto has no lag)
+    # WHEN the reconciler's default is read / THEN it is a minute, past reconcile_after
+    assert INDEX_PROPAGATION_MARGIN_SECONDS == 60
