@@ -54,7 +54,7 @@ from tests.verify.scheduler import CALL, FAULT_PREFIX, Access, Execution, Point,
 REGION = "eu-west-1"
 EVENTS_TABLE = "processed-events"
 ORDERS_TABLE = "order-records"
-#: The ``created_at`` of a record whose transaction runs after a reconciler run queried the index:
+#: The ``created_at`` of a record whose transaction runs after a reconciler run queried its shard:
 #: a second after the frozen clock's (the explorer's ``FROZEN_NOW``), past the run's upper bound. The
 #: wall clock is frozen, but a transaction that commits after the run's query was, in time, started
 #: after the run's bound (``created_at`` is taken before the transaction, which commits within the
@@ -195,8 +195,9 @@ class World:
         self.call_checks: list[Callable[[World, str, str, Mapping[str, Any], Mapping[str, Any]], None]] = []
         #: Per operation, a replacement answer for the actors' calls (negative controls).
         self.overrides: dict[str, Callable[[World, str, Mapping[str, Any]], Any]] = {}
-        #: A reconciler run has queried the index: transactions from now on are later than its bound.
-        self.reconciler_queried = False
+        #: The shards a reconciler run has queried: a transaction of a record on one of them is later
+        #: than that run's bound (through the shard, the two moves are ordered: they never commute).
+        self.reconciler_queried: set[str] = set()
         #: The drain has begun (its reconciler runs later than every move).
         self.draining = False
         self._create()
@@ -396,14 +397,16 @@ class World:
                 return self._fault(operation, request, action[len(FAULT_PREFIX) :])
             assert action == CALL
         if actor is not None and actor.startswith("R") and operation == "Query" and service == "dynamodb":
-            self.reconciler_queried = True
+            self.reconciler_queried.add(str(request["ExpressionAttributeValues"][":shard"]["S"]))
         override = self.overrides.get(operation)
         if override is not None and actor is not None:
             answer = override(self, actor, request)
             if answer is not None:
                 return answer
         if operation == "TransactWriteItems" and self.reconciler_queried:
-            return self._late_transaction(request)
+            event_id = _event_of_transaction(request)
+            if event_id is not None and pending_shard(event_id) in self.reconciler_queried:
+                return self._late_transaction(request)
         return None
 
     def _late_transaction(self, request: Mapping[str, Any]) -> Any:
