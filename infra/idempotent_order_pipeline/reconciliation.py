@@ -81,18 +81,21 @@ def _only_attributes(attributes: Sequence[str]) -> dict[str, dict[str, Any]]:
     }
 
 
-def checkpoint_item_only() -> dict[str, dict[str, Any]]:
-    """The reconciler's checkpoint item and nothing else: its key (``dynamodb:LeadingKeys``), its
-    attributes (``dynamodb:Attributes``), read with a projection, written returning nothing."""
+def checkpoint_item_only(action: str) -> dict[str, dict[str, Any]]:
+    """The reconciler's checkpoint item and nothing else: its key (``dynamodb:LeadingKeys``) and its
+    attributes (``dynamodb:Attributes``); read (``GetItem``) with a projection, written (``PutItem``)
+    returning nothing (each action's condition keys, as the Service Authorization Reference lists them)."""
+    only = (
+        {"dynamodb:Select": SELECT_SPECIFIC_ATTRIBUTES}
+        if action == "dynamodb:GetItem"
+        else {"dynamodb:ReturnValues": "NONE"}
+    )
     return {
         "ForAllValues:StringEquals": {
             "dynamodb:LeadingKeys": [CHECKPOINT_EVENT_ID],
             "dynamodb:Attributes": list(CHECKPOINT_ATTRIBUTES),
         },
-        "StringEqualsIfExists": {
-            "dynamodb:Select": SELECT_SPECIFIC_ATTRIBUTES,
-            "dynamodb:ReturnValues": "NONE",
-        },
+        "StringEqualsIfExists": only,
     }
 
 
@@ -275,10 +278,16 @@ class Reconciliation(Construct):
             permissions.mark_sent_statement(processed_events),
             # Where each shard's next read starts: one item under a key no order can have.
             aws_iam.PolicyStatement(
-                sid="KeepCheckpoints",
-                actions=["dynamodb:GetItem", "dynamodb:PutItem"],
+                sid="ReadCheckpoints",
+                actions=["dynamodb:GetItem"],
                 resources=[processed_events.table_arn],
-                conditions=checkpoint_item_only(),
+                conditions=checkpoint_item_only("dynamodb:GetItem"),
+            ),
+            aws_iam.PolicyStatement(
+                sid="WriteCheckpoints",
+                actions=["dynamodb:PutItem"],
+                resources=[processed_events.table_arn],
+                conditions=checkpoint_item_only("dynamodb:PutItem"),
             ),
             aws_iam.PolicyStatement(
                 sid="ExpireSentRecordsWithoutTtl",

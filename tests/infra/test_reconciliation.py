@@ -177,19 +177,23 @@ def test_the_reconciler_role_has_exactly_its_calls(default_pipeline: Synthesized
         },
     }
     # AND its checkpoints: one item of processed_events, under the key no order can have, its three attributes
-    assert statements["KeepCheckpoints"] == {
-        "Sid": "KeepCheckpoints",
-        "Action": ["dynamodb:GetItem", "dynamodb:PutItem"],
-        "Effect": "Allow",
-        "Resource": {"Fn::GetAtt": [events, "Arn"]},
-        "Condition": {
-            "ForAllValues:StringEquals": {
-                "dynamodb:LeadingKeys": ["order-pipeline:reconciler-checkpoint"],
-                "dynamodb:Attributes": ["event_id", "checkpoints", "revision"],
+    for sid, action, only in (
+        ("ReadCheckpoints", "dynamodb:GetItem", {"dynamodb:Select": "SPECIFIC_ATTRIBUTES"}),
+        ("WriteCheckpoints", "dynamodb:PutItem", {"dynamodb:ReturnValues": "NONE"}),
+    ):
+        assert statements[sid] == {
+            "Sid": sid,
+            "Action": action,
+            "Effect": "Allow",
+            "Resource": {"Fn::GetAtt": [events, "Arn"]},
+            "Condition": {
+                "ForAllValues:StringEquals": {
+                    "dynamodb:LeadingKeys": ["order-pipeline:reconciler-checkpoint"],
+                    "dynamodb:Attributes": ["event_id", "checkpoints", "revision"],
+                },
+                "StringEqualsIfExists": only,
             },
-            "StringEqualsIfExists": {"dynamodb:Select": "SPECIFIC_ATTRIBUTES", "dynamodb:ReturnValues": "NONE"},
-        },
-    }
+        }
     assert statements["PublishNotifications"]["Resource"] == {"Ref": logical_id(stack, pipeline.topic)}
     actions = {a for s in statements.values() for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])}
     assert actions == {

@@ -20,7 +20,7 @@ READS = {
     "ConfirmPendingRecords": ["event_id", "status", "order_id", "payload_sha256", "created_at", "ttl"],
     "ReadOrderRowIdentities": ["order_id", "event_id", "payload_sha256"],
     # its checkpoints, one item under a reserved key
-    "KeepCheckpoints": ["event_id", "checkpoints", "revision"],
+    "ReadCheckpoints": ["event_id", "checkpoints", "revision"],
 }
 
 
@@ -73,7 +73,7 @@ def test_every_read_projects_exactly_the_attributes_its_role_may_read(world: Rec
         ("Query", world.events_table): READS["FindPendingRecords"],
         ("BatchGetItem", world.events_table): READS["ConfirmPendingRecords"],
         ("BatchGetItem", world.orders_table): READS["ReadOrderRowIdentities"],
-        ("GetItem", world.events_table): READS["KeepCheckpoints"],
+        ("GetItem", world.events_table): READS["ReadCheckpoints"],
     }
     seen = {(operation, table) for operation, table, _ in recording.reads}
     assert seen == set(expected)
