@@ -95,6 +95,18 @@ def test_the_reconciler_is_a_second_function_from_the_same_asset(default_pipelin
     assert variables["RECONCILE_AFTER_SECONDS"] == "900"
 
 
+@pytest.mark.parametrize("configuration", ["default_pipeline", "cmk_pipeline"])
+def test_the_threshold_is_at_least_the_consumers_timeout(configuration: str, request: pytest.FixtureRequest) -> None:
+    # GIVEN a synthesized pipeline (the default one, and one with a longer redelivery window)
+    synthesized: Synthesized = request.getfixturevalue(configuration)
+    consumer = synthesized.template_json["Resources"][logical_id(synthesized.stack, synthesized.pipeline.function)]
+    after = int(reconciler_function(synthesized)["Properties"]["Environment"]["Variables"]["RECONCILE_AFTER_SECONDS"])
+    # WHEN the reconciler's threshold is compared with the consumer's timeout
+    # THEN a transaction (which commits within the consumer's invocation) is over before the threshold
+    # passes: the reconciler's checkpoints rest on it (no entry appears older than a checkpoint)
+    assert after >= consumer["Properties"]["Timeout"] > 0
+
+
 def test_a_schedule_runs_it_every_five_minutes_without_retries(default_pipeline: Synthesized) -> None:
     # GIVEN the default pipeline
     function = logical_id(default_pipeline.stack, default_pipeline.pipeline.reconciliation.function)  # type: ignore[union-attr]
