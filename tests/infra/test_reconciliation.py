@@ -56,7 +56,7 @@ def reconciler_policy(synthesized: Synthesized) -> list[dict[str, Any]]:
     return statements
 
 
-def test_processed_events_has_the_sparse_keys_only_pending_index(
+def test_processed_events_has_the_keys_only_pending_index(
     default_pipeline: Synthesized, without_reconciler: Synthesized
 ) -> None:
     # GIVEN the default pipeline and one without the reconciler

@@ -46,7 +46,7 @@ def order(number: int, **fields: Any) -> dict[str, Any]:
 
 
 def events_table_definition(name: str) -> dict[str, Any]:
-    """``processed_events`` as the construct defines it: key ``event_id``, the sparse index on it."""
+    """``processed_events`` as the construct defines it: key ``event_id``, the pending index on it."""
     return {
         "TableName": name,
         "KeySchema": [{"AttributeName": "event_id", "KeyType": "HASH"}],
