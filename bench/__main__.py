@@ -174,6 +174,9 @@ def main(argv: list[str] | None = None) -> int:
             init_ms=min(sample.start_wall_ms for sample in cold["ours"]),
             rru=reconciliation.rru_per_run,
             log_bytes=reconciliation.log_bytes_per_run,
+            wru=reconciliation.wru_per_run,
+            rru_per_order=reconciliation.rru_per_order,
+            wru_per_order=reconciliation.wru_per_order,
         )
     }
     results = {
@@ -219,12 +222,15 @@ def main(argv: list[str] | None = None) -> int:
         calls_check=calls_check,
         reconciler=(
             f"The reconciler (every {deployed['reconciler']['every_s'] // 60} minutes at "
-            f"{reconciler_memory} MB, as the default template says), measured on an empty index over "
+            f"{reconciler_memory} MB, as the default template says), measured on an index with nothing new over "
             f"{reconciliation.runs} run(s): "
             + " + ".join(f"{op} x{count:g}" for op, count in reconciliation.calls_per_run.items())
-            + f", {reconciliation.rru_per_run:g} RRU, {reconciliation.log_bytes_per_run:.0f} log bytes and "
+            + f", {reconciliation.rru_per_run:g} RRU, {reconciliation.wru_per_run:g} WRU (the checkpoints), "
+            f"{reconciliation.log_bytes_per_run:.0f} log bytes and "
             f"{reconciliation.run_ms:.0f} ms per run ({reconciliation.cpu_ms:.0f} ms of it CPU, stretched by "
-            f"its CPU share to {reconciler_ms:.0f} ms billed)."
+            f"its CPU share to {reconciler_ms:.0f} ms billed); plus, per order, what a run reading sent "
+            f"orders' entries adds: {reconciliation.rru_per_order:g} RRU, {reconciliation.wru_per_order:g} WRU "
+            "(its index entry and its status, read once behind the checkpoints; TTL deletes it free)."
         ),
         fixed_monthly_usd=fixed_monthly(deployed),
     )

@@ -6,7 +6,8 @@ against the public pricing pages (sources below). Every consumer is billed by th
 requests, log bytes), its capped batch time, its cold start, plus what every consumer of an SQS
 queue pays alike (the producer's sends, the event source mapping's receives and deletes). A
 consumer that runs a reconciler pays its scheduled runs too, spread over :data:`ASSUMPTIONS`'
-monthly volume. The fixed monthly cost of alarms, dashboard and custom metrics is not per order:
+monthly volume, plus what each order adds to them (its index entry and its status, read once).
+The fixed monthly cost of alarms, dashboard and custom metrics is not per order:
 :func:`fixed_monthly` lists it apart.
 
 SNS and SQS requests are billed per started 64 KB of payload and a batch call of up to 10 messages
@@ -89,7 +90,15 @@ def lambda_gb_seconds(ms: float, memory_mb: int) -> float:
 
 @dataclass(frozen=True)
 class ReconcilerRun:
-    """One scheduled reconciler run, as measured: what it is billed for."""
+    """The reconciler as measured: what each scheduled run is billed for (on an index with nothing new:
+    its queries, its checkpoint read and write), and what each order adds to the runs that read its
+    index entry (the entry's share of a query page, the read of its record's status).
+
+    A run's checkpoint write is billed on every run: with orders flowing, every run moves the
+    checkpoints forward. A TTL deletion of a record (and of its index entry) is billed nothing:
+    DynamoDB deletes expired items "without consuming write throughput" (the developer guide's TTL
+    page; docs/reliability.md).
+    """
 
     memory_mb: int
     every_s: int
@@ -97,8 +106,14 @@ class ReconcilerRun:
     init_ms: float
     rru: float
     log_bytes: float
+    #: Write units per run (the checkpoint item).
+    wru: float = 0.0
+    #: Read and write units per order, over the runs that read it (its entry once, its status once).
+    rru_per_order: float = 0.0
+    wru_per_order: float = 0.0
 
     def usd_per_month(self, prices: Prices = PRICES, assumptions: Assumptions = ASSUMPTIONS) -> float:
+        """The scheduled runs' own cost in a month (without the orders' share: :meth:`usd_per_order`)."""
         runs = assumptions.days_per_month * 86_400 / self.every_s
         per_run = (
             prices.lambda_per_million_requests / MILLION
@@ -107,9 +122,16 @@ class ReconcilerRun:
             * lambda_gb_seconds(self.init_ms, self.memory_mb)
             * prices.lambda_arm64_per_gb_second
             + self.rru * prices.dynamodb_per_million_rru / MILLION
+            + self.wru * prices.dynamodb_per_million_wru / MILLION
             + self.log_bytes / 1e9 * prices.cloudwatch_logs_per_gb_ingested
         )
         return runs * per_run
+
+    def usd_per_order(self, prices: Prices = PRICES) -> float:
+        """What reading one order's entry and status costs the runs."""
+        return (
+            self.rru_per_order * prices.dynamodb_per_million_rru + self.wru_per_order * prices.dynamodb_per_million_wru
+        ) / MILLION
 
 
 @dataclass(frozen=True)
@@ -184,6 +206,7 @@ def cost_per_million(
             0.0
             if reconciler is None
             else reconciler.usd_per_month(prices, assumptions) * MILLION / assumptions.orders_per_month
+            + reconciler.usd_per_order(prices) * MILLION
         ),
     )
 

@@ -444,9 +444,14 @@ def warm_up(stand_in: StandIn, source: OrderSource, rng: random.Random) -> None:
     measure(stand_in, latency_ms=0, batches=1, source=source, rng=rng)
 
 
+#: Orders delivered (10 per batch) before the run that measures what an order adds to the reconciler.
+RECONCILER_ORDERS = 50
+
+
 @dataclass
 class ReconcilerRuns:
-    """The reconciler's scheduled runs on an empty index (the steady state: nothing left pending)."""
+    """The reconciler's scheduled runs on an index with nothing new (the steady state's fixed part:
+    nothing left pending), and what a run reading orders' entries adds per order."""
 
     runs: int
     #: Median run time at the latency, with the stand-in's own work off the clock, and at 0 ms (its CPU).
@@ -455,6 +460,11 @@ class ReconcilerRuns:
     calls_per_run: dict[str, float]
     rru_per_run: float
     log_bytes_per_run: float
+    wru_per_run: float = 0.0
+    #: A run over RECONCILER_ORDERS sent orders' entries, less a run over none, per order.
+    rru_per_order: float = 0.0
+    wru_per_order: float = 0.0
+    calls_per_order_run: dict[str, float] = field(default_factory=dict)
 
 
 def measure_reconciler(stand_in: StandIn, *, latency_ms: float, runs: int) -> ReconcilerRuns:
@@ -469,7 +479,7 @@ def measure_reconciler(stand_in: StandIn, *, latency_ms: float, runs: int) -> Re
     sink = ByteCounter()
     timed: dict[float, list[float]] = {latency_ms: [], 0.0: []}
     calls: Counter[str] = Counter()
-    rru = 0.0
+    rru = wru = 0.0
     logged = 0
     try:
         with quiet_logs(sink):
@@ -486,7 +496,9 @@ def measure_reconciler(stand_in: StandIn, *, latency_ms: float, runs: int) -> Re
                     if latency == latency_ms:
                         calls.update(tally.calls)
                         rru += tally.rru
+                        wru += tally.wru
                         logged += sink.bytes - before
+            per_order = _reconciler_per_order(stand_in, consumer, sink, latency_ms)
     finally:
         if saved is None:
             os.environ.pop("RECONCILE_AFTER_SECONDS", None)
@@ -499,4 +511,51 @@ def measure_reconciler(stand_in: StandIn, *, latency_ms: float, runs: int) -> Re
         calls_per_run={op: count / runs for op, count in sorted(calls.items())},
         rru_per_run=rru / runs,
         log_bytes_per_run=logged / runs,
+        wru_per_run=wru / runs,
+        rru_per_order=per_order[0],
+        wru_per_order=per_order[1],
+        calls_per_order_run=per_order[2],
+    )
+
+
+def _reconciler_per_order(
+    stand_in: StandIn, consumer: Consumer, sink: ByteCounter, latency_ms: float
+) -> tuple[float, float, dict[str, float]]:
+    """What a run reading RECONCILER_ORDERS sent orders' index entries costs more than a run reading none,
+    per order: the consumer delivers them (unmetered), then one run reads them all (threshold 0, no
+    index margin: moto's index has no lag), then one more run reads nothing new."""
+    from order_consumer import reconciler, reconciliation
+
+    source, rng = OrderSource(RECONCILER_ORDERS), random.Random(RECONCILER_ORDERS)  # noqa: S311 - test data
+    stand_in.fresh_tables(consumer)
+    for _ in range(RECONCILER_ORDERS // BATCH_SIZE):
+        delivery = _deliver(stand_in, consumer, batch_event(list(source.orders(BATCH_SIZE)), rng), 0.0, sink)
+        if delivery.failures:
+            raise AssertionError(f"ours: {delivery.failures} records failed before the reconciler's run")
+    time.sleep(1.05)  # the entries' created_at (whole seconds) is then in the past
+    saved_margin = reconciliation.INDEX_PROPAGATION_MARGIN_SECONDS
+    os.environ["RECONCILE_AFTER_SECONDS"] = "0"
+    reconciliation.INDEX_PROPAGATION_MARGIN_SECONDS = 0
+    tallies = []
+    try:
+        for _ in range(2):  # the run over the orders' entries, then a run over none
+            with stand_in.meter.measuring(latency_ms) as tally:
+                answer = reconciler.handler({}, FakeContext())
+            tallies.append((tally, answer))
+    finally:
+        reconciliation.INDEX_PROPAGATION_MARGIN_SECONDS = saved_margin
+    (reading, read_answer), (empty, empty_answer) = tallies
+    if (read_answer["found"], read_answer["already_sent"], empty_answer["found"]) != (
+        RECONCILER_ORDERS,
+        RECONCILER_ORDERS,
+        0,
+    ):
+        raise AssertionError(
+            f"the reconciler's runs over {RECONCILER_ORDERS} sent orders: {read_answer}, {empty_answer}"
+        )
+    calls = {op: (reading.calls[op] - empty.calls.get(op, 0)) / RECONCILER_ORDERS for op in sorted(reading.calls)}
+    return (
+        (reading.rru - empty.rru) / RECONCILER_ORDERS,
+        (reading.wru - empty.wru) / RECONCILER_ORDERS,
+        calls,
     )

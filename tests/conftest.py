@@ -115,6 +115,17 @@ def _moto_runs_partiql_updates() -> None:
         moto_patches.apply_partiql_fix()
 
 
+@pytest.fixture(autouse=True)
+def _moto_index_has_no_lag(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reconcilers built in a test read the index up to ``reconcile_after`` itself: moto's index has no
+    propagation lag to allow for, so a record older than the threshold is found whatever
+    ``INDEX_PROPAGATION_MARGIN_SECONDS`` is. The tests of the margin pass ``index_margin_seconds``
+    (tests/reconciler/test_checkpoints.py); the reconciler's default is checked there too."""
+    from idempotent_order_pipeline._lambda_asset.order_consumer import reconciliation
+
+    monkeypatch.setattr(reconciliation, "INDEX_PROPAGATION_MARGIN_SECONDS", 0)
+
+
 def _called_from_jsii() -> bool:
     frame = sys._getframe(2)
     while frame is not None:

@@ -35,7 +35,7 @@ def named_attributes(request: Mapping[str, Any]) -> set[str]:
         update = parse_partiql_update(request["Statement"], list(request.get("Parameters", [])))
         return {name for name, _ in update.where} | {name for name, _ in update.assignments} | set(update.removals)
     placeholders: Mapping[str, str] = request.get("ExpressionAttributeNames", {})
-    names = set(request.get("Key", {}))
+    names = set(request.get("Key", {})) | set(request.get("Item", {}))
     for field in _EXPRESSIONS:
         for token, call in _NAME.findall(request.get(field, "")):
             if token.startswith(":") or call or token.lower() in _KEYWORDS:
@@ -79,11 +79,22 @@ def condition_allows(condition: Mapping[str, Mapping[str, Any]], request: Mappin
     context = {
         "dynamodb:Attributes": sorted(named_attributes(request)),
         "dynamodb:ReturnValues": [request.get("ReturnValues", "NONE")],
+        # the partition key's value of a GetItem or PutItem (the table's key is event_id or order_id)
+        "dynamodb:LeadingKeys": [
+            value["S"]
+            for item in (request.get("Key", {}), request.get("Item", {}))
+            for name, value in item.items()
+            if name in ("event_id", "order_id")
+        ][:1],
     }
+    if "ProjectionExpression" in request or "Select" in request:
+        context["dynamodb:Select"] = [request.get("Select", "SPECIFIC_ATTRIBUTES")]
     if "ReturnValuesOnConditionCheckFailure" in request:
         context["dynamodb:ReturnValues"].append(request["ReturnValuesOnConditionCheckFailure"])
     for operator, keys in condition.items():
         for key, allowed in keys.items():
+            if key not in context and operator == "StringEqualsIfExists" and key == "dynamodb:Select":
+                continue  # a request without a Select or projection (a write): the key is absent
             if key not in context:
                 raise AssertionError(f"no reading of the condition key {key} for an UpdateItem")
             present, accepted = context[key], set(_values(allowed))

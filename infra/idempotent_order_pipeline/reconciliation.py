@@ -2,14 +2,16 @@
 
 A record stays ``pending`` when its order was written but SNS never accepted its notification and
 no copy of the message is left (dropped from the DLQ, or expired there). Every ``reconcile_every``
-an EventBridge rule runs ``order_consumer.reconciler.handler``, which queries the sparse index
-``pending-by-age`` for records pending longer than ``reconcile_after``, publishes them with the
-consumer's notifier and marks them ``sent`` (see ``order_consumer/reconciliation.py``).
+an EventBridge rule runs ``order_consumer.reconciler.handler``, which reads the index
+``pending-by-age`` behind its per-shard checkpoints for records older than ``reconcile_after``,
+publishes those still pending with the consumer's notifier and marks them ``sent`` (see
+``order_consumer/reconciliation.py``).
 
 What this module adds to the construct:
 
 - :func:`add_pending_index`: the GSI on ``processed_events`` (partition ``pending_shard`` S, sort
-  ``created_at`` N, keys only). Always created: the CLI's ``pending`` listing reads it too.
+  ``created_at`` N, keys only), one entry per record until TTL deletes it. Always created: the
+  CLI's ``pending`` listing reads it too.
 - :class:`Reconciliation`: the function, its log group and least-privilege role, the schedule
   rule, the ``pending_too_old`` and ``reconciler_errors`` alarms and a dashboard row. Only with ``reconcile_every`` set.
 """
@@ -50,6 +52,8 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.contract.names impor
     RECONCILER_HANDLER as RECONCILER_HANDLER,  # the reconciler's entry point, re-exported
 )
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_index import (
+    CHECKPOINT_ATTRIBUTES,
+    CHECKPOINT_EVENT_ID,
     INDEX_ENTRY_ATTRIBUTES,
     ORDER_ROW_ATTRIBUTES,
     PENDING_INDEX_NAME,
@@ -77,8 +81,27 @@ def _only_attributes(attributes: Sequence[str]) -> dict[str, dict[str, Any]]:
     }
 
 
+def checkpoint_item_only(action: str) -> dict[str, dict[str, Any]]:
+    """The reconciler's checkpoint item and nothing else: its key (``dynamodb:LeadingKeys``) and its
+    attributes (``dynamodb:Attributes``); read (``GetItem``) with a projection, written (``PutItem``)
+    returning nothing (each action's condition keys, as the Service Authorization Reference lists them)."""
+    only = (
+        {"dynamodb:Select": SELECT_SPECIFIC_ATTRIBUTES}
+        if action == "dynamodb:GetItem"
+        else {"dynamodb:ReturnValues": "NONE"}
+    )
+    return {
+        "ForAllValues:StringEquals": {
+            "dynamodb:LeadingKeys": [CHECKPOINT_EVENT_ID],
+            "dynamodb:Attributes": list(CHECKPOINT_ATTRIBUTES),
+        },
+        "StringEqualsIfExists": only,
+    }
+
+
 def add_pending_index(table: aws_dynamodb.Table) -> None:
-    """The sparse, sharded, keys-only index of pending records (contract with ``pending_index.py``)."""
+    """The sharded, keys-only index of records by age (contract with ``pending_index.py``): each record's
+    entry is written with it and stays until TTL deletes the record (the sent mark changes no key)."""
     table.add_global_secondary_index(
         index_name=PENDING_INDEX_NAME,
         partition_key=aws_dynamodb.Attribute(name=PENDING_SHARD_ATTRIBUTE, type=aws_dynamodb.AttributeType.STRING),
@@ -229,8 +252,8 @@ class Reconciliation(Construct):
         encryption_key: aws_kms.IKey | None,
         order_row_attributes: Sequence[str] | None = ORDER_ROW_ATTRIBUTES,
     ) -> list[aws_iam.PolicyStatement]:
-        """Exactly the reconciler's calls: find, confirm, publish, mark; nothing writes an order row (its own
-        log group is the role's from the start, core.sqs_function.build_role)."""
+        """Exactly the reconciler's calls: its checkpoints, find, confirm, publish, mark; nothing writes an
+        order row (its own log group is the role's from the start, core.sqs_function.build_role)."""
         statements = [
             aws_iam.PolicyStatement(
                 sid="FindPendingRecords",
@@ -253,8 +276,21 @@ class Reconciliation(Construct):
                 conditions=_only_attributes(order_row_attributes) if order_row_attributes is not None else None,
             ),
             permissions.mark_sent_statement(processed_events),
+            # Where each shard's next read starts: one item under a key no order can have.
             aws_iam.PolicyStatement(
-                sid="ReleaseSentRecordsStillIndexed",
+                sid="ReadCheckpoints",
+                actions=["dynamodb:GetItem"],
+                resources=[processed_events.table_arn],
+                conditions=checkpoint_item_only("dynamodb:GetItem"),
+            ),
+            aws_iam.PolicyStatement(
+                sid="WriteCheckpoints",
+                actions=["dynamodb:PutItem"],
+                resources=[processed_events.table_arn],
+                conditions=checkpoint_item_only("dynamodb:PutItem"),
+            ),
+            aws_iam.PolicyStatement(
+                sid="ExpireSentRecordsWithoutTtl",
                 actions=["dynamodb:UpdateItem"],
                 resources=[processed_events.table_arn],
                 conditions=permissions.update_only(RECONCILER_UPDATE_ATTRIBUTES),

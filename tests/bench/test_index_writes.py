@@ -113,6 +113,9 @@ def test_the_meter_bills_the_index_writes_moto_made_for_new_orders(world: dict[s
     metered, observed = deliver(world, 10)
     # THEN the meter billed exactly the index entries moto put, removed or replaced, by their size
     assert metered == observed
+    # AND that is one entry per order, put by the transaction and left by the sent mark (1 unit each)
+    assert len(index_entries()) == 10
+    assert metered == 10
     # THEN the model's index line is those units at DynamoDB's write price
     cost = cost_per_million(
         wru_per_msg=0,

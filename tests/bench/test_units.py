@@ -98,7 +98,10 @@ def test_batch_write_item_bills_each_put_or_delete_alone() -> None:
 def test_cost_per_million_adds_every_line() -> None:
     # GIVEN 5 table WRU, 2 index WRU, 0.5 RRU, one SNS request, 0.1 SQS request and 600 log bytes per
     # message, batches of 10 taking 20.2 ms at 1024 MB, a 180.5 ms cold start, and a reconciler
-    reconciler = ReconcilerRun(memory_mb=512, every_s=300, billed_ms=99.5, init_ms=180, rru=8, log_bytes=400)
+    # (8 RRU and 1 WRU a run, 1.02 RRU per order read)
+    reconciler = ReconcilerRun(
+        memory_mb=512, every_s=300, billed_ms=99.5, init_ms=180, rru=8, log_bytes=400, wru=1, rru_per_order=1.02
+    )
     cost = cost_per_million(
         wru_per_msg=5,
         index_wru_per_msg=2,
@@ -131,9 +134,13 @@ def test_cost_per_million_adds_every_line() -> None:
         + 0.1 * 0.5 * gb_s
         + ASSUMPTIONS.cold_start_rate * 0.18 * 0.5 * gb_s
         + 8 * PRICES.dynamodb_per_million_rru / MILLION
+        + 1 * PRICES.dynamodb_per_million_wru / MILLION
         + 400 / 1e9 * PRICES.cloudwatch_logs_per_gb_ingested
     )
-    assert cost.reconciler == pytest.approx(runs * per_run * MILLION / ASSUMPTIONS.orders_per_month)
+    per_order = 1.02 * PRICES.dynamodb_per_million_rru / MILLION
+    assert cost.reconciler == pytest.approx(
+        runs * per_run * MILLION / ASSUMPTIONS.orders_per_month + per_order * MILLION
+    )
     # THEN the total is the sum of the line items, every one of them
     assert cost.total == pytest.approx(sum(cost.as_dict().values()))
     assert all(value > 0 for value in cost.as_dict().values())

@@ -5,8 +5,12 @@ the current code wrote. Its consumer finishes any record the current one left pe
 message comes back (same record shape, same conditions). Its reconciler and its ``pending`` query
 only shards ``"0"`` to ``"15"``, while today's consumer spreads pending records over 32: a record
 the current code left pending on shard 16-31 with no message left would wait, unseen, until the
-next upgrade. The guard (docs/upgrading.md): after the rollback, ``order-pipeline migrate
---for-rollback-to 0.2.0`` puts every pending record on 0.2.0's shards.
+next upgrade. And today's sent records keep their index entry (the mark writes no index key),
+while 0.2.0's index held only pending records: its reconciler reads every entry older than its
+threshold on every run, so it would read every sent record of the retention period, oldest first,
+on every run (it notifies none of them: it reads each record's status). The guard
+(docs/upgrading.md): with the rollback, ``order-pipeline migrate --for-rollback-to 0.2.0`` puts
+every pending record on 0.2.0's shards and takes every sent record out of the index.
 """
 
 from __future__ import annotations
@@ -89,6 +93,39 @@ def test_0_2_0_reconciler_misses_shards_16_to_31_until_migrate_for_rollback_puts
     assert {r["status"] for r in ops.event_records().values()} == {"sent"}
 
 
+def test_migrate_for_rollback_takes_sent_records_out_of_the_index_0_2_0_reads_whole(
+    ops: OpsWorld, v0_2_0: ReleasedFunctions
+) -> None:
+    # GIVEN orders the current consumer delivered normally (sent, their index entries kept), then a
+    # rollback to 0.2.0
+    assert ops.invoke([sqs_record(order) for order in ORDERS]) == {"batchItemFailures": []}
+    assert all(r["status"] == "sent" and "pending_shard" in r for r in ops.event_records().values())
+    wait_past_their_creation_second(ops.event_records().values())
+
+    # WHEN 0.2.0's reconciler runs before the guard
+    before = v0_2_0.reconcile()
+
+    # THEN it notifies none of them (it reads each record's status) but reads every one on shards 0-15
+    on_its_shards = {e for e in EVENT_IDS if int(pending_shard(e)) < 16}
+    assert on_its_shards
+    assert (before["found"], before["reconciled"], before["already_sent"]) == (
+        len(on_its_shards),
+        0,
+        len(on_its_shards),
+    )
+
+    # WHEN the guard runs (docs/upgrading.md, "Rolling back to 0.2.0"), then 0.2.0's reconciler again
+    migrated = ops.run("migrate", "--for-rollback-to", "0.2.0", "--yes", "--json")
+    after = v0_2_0.reconcile()
+
+    # THEN every sent record left the index (0.2.0's shape: sent, a ttl, no shard), and the run reads none
+    assert migrated.exit_code == 0, migrated.output
+    assert json.loads(migrated.stdout)["by_kind"]["sent_still_indexed"] == len(EVENT_IDS)
+    assert all(r["status"] == "sent" and "pending_shard" not in r and "ttl" in r for r in ops.event_records().values())
+    assert after["found"] == 0
+    assert ops.notified_events() == dict.fromkeys(EVENT_IDS, 1)
+
+
 def test_after_migrate_for_rollback_the_current_code_still_finds_every_pending_record(ops: OpsWorld) -> None:
     # GIVEN records the current consumer left pending, put on 0.2.0's shards for a rollback that was
     # then abandoned (the current version deployed again)
@@ -130,7 +167,8 @@ def test_both_versions_at_once_lose_nothing_and_leave_nothing_pending(ops: OpsWo
         assert ops.invoke(first_half + second_half) == {"batchItemFailures": []}
         assert old.invoke(first_half + second_half) == {"batchItemFailures": []}
 
-    # THEN every order was notified exactly once, every record is sent and out of the index, one row each
+    # THEN every order was notified exactly once, every record is sent with a ttl (0.2.0's marks took
+    # theirs out of the index, the current ones left their entry), one row each
     assert ops.notified_events() == dict.fromkeys(EVENT_IDS, 1)
-    assert all(r["status"] == "sent" and "pending_shard" not in r for r in ops.event_records().values())
+    assert all(r["status"] == "sent" and "ttl" in r for r in ops.event_records().values())
     assert set(ops.order_rows()) == {order["order_id"] for order in ORDERS}

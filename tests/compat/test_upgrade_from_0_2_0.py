@@ -62,11 +62,12 @@ def test_records_0_2_0_left_pending_are_notified_once_when_their_messages_come_b
     # WHEN the current consumer receives them again
     response = ops.invoke(records)
 
-    # THEN each is notified once and marked sent (out of the index, with a ttl); no row written again
+    # THEN each is notified once and marked sent (with a ttl; its index entry, 0.2.0's, left as it was);
+    # no row written again
     assert response == {"batchItemFailures": []}
     assert ops.notified_events() == dict.fromkeys(EVENT_IDS, 1)
     stored = ops.event_records()
-    assert all(r["status"] == "sent" and "pending_shard" not in r and "ttl" in r for r in stored.values())
+    assert all(r["status"] == "sent" and r["pending_shard"] == shard_0_2_0(e) and "ttl" in r for e, r in stored.items())
     assert ops.order_rows() == rows
 
 

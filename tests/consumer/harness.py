@@ -28,6 +28,7 @@ from botocore.exceptions import ClientError
 
 from idempotent_order_pipeline._lambda_asset.order_consumer import handler as handler_module
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.keys import derive_event_id, payload_sha256
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_index import CHECKPOINT_EVENT_ID
 from idempotent_order_pipeline._lambda_asset.order_consumer.runtime import Clients
 from idempotent_order_pipeline._lambda_asset.order_consumer.store import MARK_SENT_STATEMENT
 from idempotent_order_pipeline.sandbox.moto_patches import parse_partiql_update
@@ -375,7 +376,12 @@ class World:
         return {row["order_id"]: row for row in self._scan(self.orders_table)}
 
     def event_records(self) -> dict[str, dict[str, Any]]:
-        return {record["event_id"]: record for record in self._scan(self.events_table)}
+        """The state records (the reconciler's checkpoint item, never a record, left out)."""
+        return {
+            record["event_id"]: record
+            for record in self._scan(self.events_table)
+            if record["event_id"] != CHECKPOINT_EVENT_ID
+        }
 
     def _drain(self, queue_url: str) -> list[dict[str, Any]]:
         messages: list[dict[str, Any]] = []

@@ -21,6 +21,7 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.contract.keys import
     resolve_event_id,
 )
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.message import parse_body, string_attribute
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_index import CHECKPOINT_EVENT_ID
 
 
 def sha(text: str) -> str:
@@ -58,6 +59,22 @@ def test_key_resolution(body: dict[str, Any], attribute: str | None, fields: tup
         pytest.param({"order_id": "o", "event_id": ""}, None, ("order_id",), InvalidMessageError, "event_id"),
         pytest.param({"order_id": "o"}, "", ("order_id",), InvalidMessageError, "idempotency_key"),
         pytest.param({"order_id": "o", "event_id": "x" * 2049}, None, ("order_id",), InvalidMessageError, "2048"),
+        pytest.param(
+            {"order_id": "o", "event_id": CHECKPOINT_EVENT_ID},
+            None,
+            ("order_id",),
+            InvalidMessageError,
+            "reserved for the reconciler's checkpoints",
+            id="the-checkpoint-key-in-the-body",
+        ),
+        pytest.param(
+            {"order_id": "o"},
+            CHECKPOINT_EVENT_ID,
+            ("order_id",),
+            InvalidMessageError,
+            "attribute 'idempotency_key' 'order-pipeline:reconciler-checkpoint' is reserved",
+            id="the-checkpoint-key-as-attribute",
+        ),
     ],
 )
 def test_key_resolution_errors(

@@ -120,7 +120,7 @@ class UnreachableClient:
     "call",
     [
         pytest.param(lambda store: store.adopt_pending("evt-1", "sha"), id="pending-check"),
-        pytest.param(lambda store: store.release_sent("evt-1"), id="release-of-a-sent-record"),
+        pytest.param(lambda store: store.expire_sent("evt-1"), id="expiry-of-a-sent-record"),
     ],
 )
 def test_an_unreachable_store_is_a_store_failure_naming_the_endpoint(call: Callable[[OrderStore], object]) -> None:

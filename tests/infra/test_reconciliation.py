@@ -20,6 +20,7 @@ from aws_cdk.assertions import Match
 from moto import mock_aws
 
 from idempotent_order_pipeline import IdempotentOrderPipeline
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_index import CHECKPOINT_EVENT_ID
 from idempotent_order_pipeline.monitoring import AlarmThreshold
 from idempotent_order_pipeline.reconciliation import RECONCILER_HANDLER, alarm_threshold_seconds
 from tests.infra.synth import Synthesized, logical_id, resources_of_type, synth_pipeline
@@ -55,7 +56,7 @@ def reconciler_policy(synthesized: Synthesized) -> list[dict[str, Any]]:
     return statements
 
 
-def test_processed_events_has_the_sparse_keys_only_pending_index(
+def test_processed_events_has_the_keys_only_pending_index(
     default_pipeline: Synthesized, without_reconciler: Synthesized
 ) -> None:
     # GIVEN the default pipeline and one without the reconciler
@@ -92,6 +93,18 @@ def test_the_reconciler_is_a_second_function_from_the_same_asset(default_pipelin
         "Variables"
     ]
     assert variables["RECONCILE_AFTER_SECONDS"] == "900"
+
+
+@pytest.mark.parametrize("configuration", ["default_pipeline", "cmk_pipeline"])
+def test_the_threshold_is_at_least_the_consumers_timeout(configuration: str, request: pytest.FixtureRequest) -> None:
+    # GIVEN a synthesized pipeline (the default one, and one with a longer redelivery window)
+    synthesized: Synthesized = request.getfixturevalue(configuration)
+    consumer = synthesized.template_json["Resources"][logical_id(synthesized.stack, synthesized.pipeline.function)]
+    after = int(reconciler_function(synthesized)["Properties"]["Environment"]["Variables"]["RECONCILE_AFTER_SECONDS"])
+    # WHEN the reconciler's threshold is compared with the consumer's timeout
+    # THEN a transaction (which commits within the consumer's invocation) is over before the threshold
+    # passes: the reconciler's checkpoints rest on it (no entry appears older than a checkpoint)
+    assert after >= consumer["Properties"]["Timeout"] > 0
 
 
 def test_a_schedule_runs_it_every_five_minutes_without_retries(default_pipeline: Synthesized) -> None:
@@ -163,8 +176,8 @@ def test_the_reconciler_role_has_exactly_its_calls(default_pipeline: Synthesized
             "StringEqualsIfExists": {"dynamodb:ReturnValues": ["NONE", "ALL_OLD"]},
         },
     }
-    assert statements["ReleaseSentRecordsStillIndexed"] == {
-        "Sid": "ReleaseSentRecordsStillIndexed",
+    assert statements["ExpireSentRecordsWithoutTtl"] == {
+        "Sid": "ExpireSentRecordsWithoutTtl",
         "Action": "dynamodb:UpdateItem",
         "Effect": "Allow",
         "Resource": {"Fn::GetAtt": [events, "Arn"]},
@@ -175,6 +188,24 @@ def test_the_reconciler_role_has_exactly_its_calls(default_pipeline: Synthesized
             "StringEqualsIfExists": {"dynamodb:ReturnValues": ["NONE", "ALL_OLD"]},
         },
     }
+    # AND its checkpoints: one item of processed_events, under the key no order can have, its three attributes
+    for sid, action, only in (
+        ("ReadCheckpoints", "dynamodb:GetItem", {"dynamodb:Select": "SPECIFIC_ATTRIBUTES"}),
+        ("WriteCheckpoints", "dynamodb:PutItem", {"dynamodb:ReturnValues": "NONE"}),
+    ):
+        assert statements[sid] == {
+            "Sid": sid,
+            "Action": action,
+            "Effect": "Allow",
+            "Resource": {"Fn::GetAtt": [events, "Arn"]},
+            "Condition": {
+                "ForAllValues:StringEquals": {
+                    "dynamodb:LeadingKeys": ["order-pipeline:reconciler-checkpoint"],
+                    "dynamodb:Attributes": ["event_id", "checkpoints", "revision"],
+                },
+                "StringEqualsIfExists": only,
+            },
+        }
     assert statements["PublishNotifications"]["Resource"] == {"Ref": logical_id(stack, pipeline.topic)}
     actions = {a for s in statements.values() for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])}
     assert actions == {
@@ -182,6 +213,8 @@ def test_the_reconciler_role_has_exactly_its_calls(default_pipeline: Synthesized
         "logs:PutLogEvents",
         "dynamodb:Query",
         "dynamodb:BatchGetItem",
+        "dynamodb:GetItem",
+        "dynamodb:PutItem",
         "dynamodb:PartiQLUpdate",
         "dynamodb:UpdateItem",
         "sns:Publish",
@@ -451,9 +484,11 @@ def test_the_entry_point_notifies_what_a_crashed_consumer_left_pending(
             ),
             key=lambda b: b["order_id"],
         )
-        # AND every record is sent, out of the index, with a ttl; the order rows are as the consumer wrote them
+        # AND every record is sent with a ttl, its index entry kept; beside them the reconciler's checkpoint
+        # item; the order rows are as the consumer wrote them
         after = dynamodb.scan(TableName=events_table, ConsistentRead=True)["Items"]
-        assert len(after) == 3
-        assert all(item["status"]["S"] == "sent" and "pending_shard" not in item and "ttl" in item for item in after)
+        assert sorted(item["event_id"]["S"] for item in after) == sorted([*records, CHECKPOINT_EVENT_ID])
+        after = [item for item in after if item["event_id"]["S"] in records]
+        assert all(item["status"]["S"] == "sent" and "pending_shard" in item and "ttl" in item for item in after)
         assert len(dynamodb.scan(TableName=orders_table)["Items"]) == 3
         assert answer["reconciled"] == 3

@@ -22,14 +22,15 @@ from idempotent_order_pipeline._lambda_asset.order_consumer import reconciler as
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.keys import derive_event_id
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.names import (
     CONSUMER_UPDATE_ATTRIBUTES,
+    KEY_ATTRIBUTES,
     MARK_STATEMENT_ATTRIBUTES,
     RECONCILER_UPDATE_ATTRIBUTES,
 )
 from idempotent_order_pipeline._lambda_asset.order_consumer.runtime import Clients
 from idempotent_order_pipeline._lambda_asset.order_consumer.store import (
     ADOPT_PENDING,
+    EXPIRE_SENT,
     MARK_SENT_STATEMENT,
-    RELEASE_SENT,
 )
 from tests.compat.test_rollback_to_0_1_0 import mark_sent_as_0_1_0
 from tests.consumer.harness import World, seed, sqs_record
@@ -73,8 +74,8 @@ def consumer_updates() -> Iterator[list[dict[str, Any]]]:
 
 @pytest.fixture(scope="module")
 def reconciler_updates() -> Iterator[list[dict[str, Any]]]:
-    """Every UpdateItem of a reconciler run that marks a record it notified and releases one an earlier
-    version marked sent but left in the pending index."""
+    """Every UpdateItem of a reconciler run that marks a record it notified and gives a ttl to one an
+    earlier version marked sent without one."""
     with mock_aws():
         aws = Clients(dynamodb=boto3.client("dynamodb"), sns=boto3.client("sns"), sqs=boto3.client("sqs"))
         world = ReconcilerWorld(prefix="permissions-", aws=aws)
@@ -82,7 +83,7 @@ def reconciler_updates() -> Iterator[list[dict[str, Any]]]:
             pending, marked_by_0_1_0 = world.pend([order(1), order(2)], created_at=time.time() - 3600)
             mark_sent_as_0_1_0(world, [marked_by_0_1_0])
             report = world.reconciler(reconcile_after_seconds=900).run()
-            assert (report.reconciled, report.released) == (1, 1)
+            assert (report.reconciled, report.expired) == (1, 1)
             assert world.notified() == {pending: 1}
             yield recorded_updates(world.board.requests, world.events_table)
         finally:
@@ -139,7 +140,8 @@ def test_every_update_the_consumer_makes_is_allowed_by_its_role(
         listed = listed_attributes(trust_boundaries, role, action)
         assert listed == list(allowed_names)
         named = set().union(*(named_attributes(r) for r in consumer_updates if kind(r) == made))
-        assert named == set(listed) - {"created_at"}
+        assert named <= set(listed)
+        assert set(listed) - named <= set(KEY_ATTRIBUTES)  # the keys, listed as the IAM guide asks
 
 
 def test_every_update_the_reconciler_makes_is_allowed_by_its_role(
@@ -151,7 +153,7 @@ def test_every_update_the_reconciler_makes_is_allowed_by_its_role(
     role = reconciliation.function.role
     # WHEN each recorded request is held against its action's statement
     # THEN the run made both kinds of update the reconciler has
-    assert {kind(request) for request in reconciler_updates} == {MARK, RELEASE_SENT}
+    assert {kind(request) for request in reconciler_updates} == {MARK, EXPIRE_SENT}
     # AND every one of them is allowed
     assert [request for request in reconciler_updates if not allowed(trust_boundaries, role, request)] == []
     assert listed_attributes(trust_boundaries, role, "dynamodb:UpdateItem") == list(RECONCILER_UPDATE_ATTRIBUTES)
@@ -187,7 +189,7 @@ def test_an_update_beyond_the_code_is_refused(
 #: Statements one step beyond the code's mark: each changes one part of a real one.
 MARK_BEYOND_THE_CODE = {
     "sets-another-attribute": lambda mark: {
-        "Statement": mark["Statement"].replace(" REMOVE ", ", order_id = ? REMOVE "),
+        "Statement": mark["Statement"].replace(" WHERE ", ", order_id = ? WHERE "),
         "Parameters": [*mark["Parameters"][:3], {"S": "o-1"}, *mark["Parameters"][3:]],
     },
     "reads-another-in-its-condition": lambda mark: {
@@ -196,7 +198,7 @@ MARK_BEYOND_THE_CODE = {
     },
     "another-key": lambda mark: {"Statement": mark["Statement"].replace("WHERE event_id", "WHERE order_id")},
     "removes-another-attribute": lambda mark: {
-        "Statement": mark["Statement"].replace(" REMOVE ", " REMOVE order_id, ")
+        "Statement": mark["Statement"].replace(" WHERE ", " REMOVE order_id WHERE ")
     },
 }
 
@@ -214,3 +216,58 @@ def test_a_mark_statement_beyond_the_code_is_refused(
     # WHEN the statement names one attribute more in its SET, REMOVE or WHERE, or another key
     # THEN the PartiQLUpdate statement refuses it
     assert not allowed(trust_boundaries, role, {**mark, **change(mark)})
+
+
+@pytest.fixture(scope="module")
+def checkpoint_requests() -> Iterator[list[dict[str, Any]]]:
+    """The reconciler's reads and writes of its checkpoint item in two runs (GetItem, PutItem), with their action."""
+    with mock_aws():
+        aws = Clients(dynamodb=boto3.client("dynamodb"), sns=boto3.client("sns"), sqs=boto3.client("sqs"))
+        world = ReconcilerWorld(prefix="checkpoints-", aws=aws)
+        try:
+            world.pend([order(1)], created_at=time.time() - 3600)
+            for _ in range(2):
+                world.reconciler(reconcile_after_seconds=900).run()
+            found = [
+                {"Action": f"dynamodb:{operation.title().replace('_', '')}", **request}
+                for operation in ("get_item", "put_item")
+                for request in world.board.requests.get(operation, [])
+            ]
+            assert {request["Action"] for request in found} == {"dynamodb:GetItem", "dynamodb:PutItem"}
+            yield found
+        finally:
+            reconciler_entry.configure()
+
+
+def checkpoint_statement(synthesized: Synthesized, action: str) -> dict[str, Any]:
+    reconciliation = synthesized.pipeline.reconciliation
+    assert reconciliation is not None
+    [statement] = [
+        s for s in role_statements(synthesized, reconciliation.function.role) if action in as_list(s["Action"])
+    ]
+    return statement
+
+
+def test_the_reconciler_reads_and_writes_only_its_checkpoint_item(
+    trust_boundaries: Synthesized, checkpoint_requests: list[dict[str, Any]]
+) -> None:
+    # GIVEN the reconciler role's one statement for GetItem and one for PutItem, and two runs' requests of them
+    statements = {
+        action: checkpoint_statement(trust_boundaries, action) for action in ("dynamodb:GetItem", "dynamodb:PutItem")
+    }
+    assert all(as_list(s["Action"]) == [action] for action, s in statements.items())
+    # WHEN each request is held against its action's statement
+    # THEN every one is allowed
+    assert [r for r in checkpoint_requests if not condition_allows(statements[r["Action"]]["Condition"], r)] == []
+    # AND a read or write of another key, or of one attribute more, is refused
+    put = next(r for r in checkpoint_requests if r["Action"] == "dynamodb:PutItem")
+    get = next(r for r in checkpoint_requests if r["Action"] == "dynamodb:GetItem")
+    beyond = [
+        {**put, "Item": {**put["Item"], "event_id": {"S": "evt-1"}}},
+        {**put, "Item": {**put["Item"], "status": {"S": "sent"}}},
+        {**get, "Key": {"event_id": {"S": "evt-1"}}},
+        {**get, "ProjectionExpression": "order_id", "ExpressionAttributeNames": {}},
+        {**put, "ReturnValues": "ALL_OLD"},
+    ]
+    allowed = [condition_allows(statements[r["Action"]]["Condition"], r) for r in beyond]
+    assert allowed == [False] * len(beyond)

@@ -143,7 +143,7 @@ class Shop:
                 "order_id": {"S": order["order_id"]},
                 "payload_sha256": {"S": payload_sha256(order)},
                 "created_at": {"N": str(created)},
-                # as the consumer writes a pending record: in the sparse index until it is marked sent
+                # a pending record in the index (a sent one here as 0.2.0 left it: out of the index)
                 **({PENDING_SHARD_ATTRIBUTE: {"S": pending_shard(event_id)}} if status == "pending" else {}),
             },
         )

@@ -26,7 +26,13 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_ind
 from idempotent_order_pipeline._lambda_asset.order_consumer.notifier import Notification
 from idempotent_order_pipeline._lambda_asset.order_consumer.store import OrderStore
 from idempotent_order_pipeline.cli import migrate as migrate_module
-from tests.compat.shapes import TTL_SECONDS, record_0_1_0, record_0_2_0, shard_0_2_0
+from tests.compat.shapes import (
+    TTL_SECONDS,
+    record_0_1_0,
+    record_0_2_0,
+    shard_0_2_0,
+    wait_past_their_creation_second,
+)
 from tests.ops.conftest import OpsWorld
 
 NOW = int(time.time())
@@ -46,7 +52,7 @@ def ids_whose_0_2_0_shard(differs: bool, count: int, prefix: str) -> list[str]:
 
 
 def current_record(event_id: str, *, sent: bool) -> dict[str, Any]:
-    """A record as today's consumer writes it (pending: today's shard; sent: ttl, no shard)."""
+    """A record as today's consumer writes it (today's shard; sent: a ttl too, the shard kept)."""
     item = {
         "event_id": {"S": event_id},
         "status": {"S": "sent" if sent else "pending"},
@@ -54,15 +60,14 @@ def current_record(event_id: str, *, sent: bool) -> dict[str, Any]:
         "payload_sha256": {"S": "sha-" + event_id},
         "created_at": {"N": str(CREATED)},
     }
+    item["pending_shard"] = {"S": pending_shard(event_id)}
     if sent:
         item |= {"sent_at": {"N": str(CREATED + 1)}, "ttl": {"N": str(CREATED + 1 + TTL_SECONDS)}}
-    else:
-        item["pending_shard"] = {"S": pending_shard(event_id)}
     return item
 
 
 def sent_by_0_1_0_after_rollback(event_id: str) -> dict[str, Any]:
-    """Today's pending record that 0.1.0 (rolled back to) marked: sent, still indexed, no ttl."""
+    """Today's pending record that 0.1.0 (rolled back to) marked: sent, no ttl."""
     item = current_record(event_id, sent=False)
     return item | {"status": {"S": "sent"}, "sent_at": {"N": str(CREATED + 1)}}
 
@@ -72,7 +77,7 @@ def seed_every_shape(ops: OpsWorld) -> dict[str, list[str]]:
     seeded: dict[str, list[str]] = {
         "pending_not_indexed": [f"v1-pending-{i}" for i in range(4)],
         "pending_other_shard": ids_whose_0_2_0_shard(True, 3, "v2-pending"),
-        "sent_still_indexed": [f"rollback-sent-{i}" for i in range(2)],
+        "sent_without_ttl": [f"rollback-sent-{i}" for i in range(2)],
         "current": [
             *ids_whose_0_2_0_shard(False, 2, "v2-pending-same"),
             *(f"v1-sent-{i}" for i in range(2)),
@@ -83,7 +88,7 @@ def seed_every_shape(ops: OpsWorld) -> dict[str, list[str]]:
     items = [
         *(record_0_1_0(e, f"o-{e}", "sha-" + e, created_at=CREATED, sent=False) for e in seeded["pending_not_indexed"]),
         *(record_0_2_0(e, f"o-{e}", "sha-" + e, created_at=CREATED, sent=False) for e in seeded["pending_other_shard"]),
-        *(sent_by_0_1_0_after_rollback(e) for e in seeded["sent_still_indexed"]),
+        *(sent_by_0_1_0_after_rollback(e) for e in seeded["sent_without_ttl"]),
         *(record_0_2_0(e, f"o-{e}", "sha-" + e, created_at=CREATED, sent=False) for e in seeded["current"][:2]),
         *(record_0_1_0(e, f"o-{e}", "sha-" + e, created_at=CREATED, sent=True) for e in seeded["current"][2:4]),
         *(record_0_2_0(e, f"o-{e}", "sha-" + e, created_at=CREATED, sent=True) for e in seeded["current"][4:6]),
@@ -102,8 +107,7 @@ def assert_every_record_current(ops: OpsWorld) -> None:
             assert record.get("pending_shard") == pending_shard(event_id), event_id
             assert "ttl" not in record, event_id
         else:
-            assert "pending_shard" not in record, event_id
-            assert int(record["ttl"]) > NOW, event_id
+            assert int(record["ttl"]) > NOW, event_id  # its index entry, if any, stays until TTL deletes it
 
 
 def figures_of(result: Any) -> dict[str, Any]:
@@ -132,17 +136,22 @@ def test_migrate_brings_every_older_shape_into_todays(ops: OpsWorld) -> None:
 
     # THEN every record is in today's shape, and every pending one is where `pending` (and the reconciler) look
     assert_every_record_current(ops)
+    wait_past_their_creation_second(ops.event_records().values())  # those indexed now are as created now
     listed = {
         json.loads(line)["event_id"] for line in ops.run("pending", "--older-than", "0s", "--json").stdout.splitlines()
     }
     assert listed == pending
+    # AND those it put on a shard are indexed as created now (never behind a reconciler checkpoint)
+    records = ops.event_records()
+    for event_id in (*seeded["pending_not_indexed"], *seeded["pending_other_shard"]):
+        assert int(records[event_id]["created_at"]) >= NOW, event_id
     # AND the figures count each kind
     assert figures["by_kind"] == {
         "pending_not_indexed": 4,
         "pending_other_shard": 3,
         "pending_expiring": 0,
-        "sent_still_indexed": 2,
-        "sent_without_ttl": 0,
+        "sent_still_indexed": 0,
+        "sent_without_ttl": 2,
     }
     assert (figures["scanned"], figures["changed"], figures["already_current"]) == (18, 9, 9)
     assert (figures["changed_meanwhile"], figures["unrecognised"], figures["dry_run"]) == (0, 0, False)
@@ -332,7 +341,7 @@ def test_progress_is_shown_only_on_a_terminal(ops: OpsWorld, monkeypatch: pytest
     assert result.exit_code == 0, result.output
     assert ("migrating" in result.stdout) == terminal
     summary = result.stdout.splitlines()[-1]
-    assert "scanned 18, changed 9 [4 pending_not_indexed, 3 pending_other_shard, 2 sent_still_indexed]" in summary
+    assert "scanned 18, changed 9 [4 pending_not_indexed, 3 pending_other_shard, 2 sent_without_ttl]" in summary
     assert "already current 9" in summary
     assert "records/s" in summary
 

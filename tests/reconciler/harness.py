@@ -22,6 +22,7 @@ from idempotent_order_pipeline._lambda_asset.order_consumer import handler as co
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.keys import DEFAULT_IDENTITY_FIELDS
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.message import parse_order_message
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_index import (
+    CHECKPOINT_EVENT_ID,
     PENDING_INDEX_NAME,
     PENDING_SHARD_ATTRIBUTE,
     PENDING_SINCE_ATTRIBUTE,
@@ -45,7 +46,7 @@ def order(number: int, **fields: Any) -> dict[str, Any]:
 
 
 def events_table_definition(name: str) -> dict[str, Any]:
-    """``processed_events`` as the construct defines it: key ``event_id``, the sparse index on it."""
+    """``processed_events`` as the construct defines it: key ``event_id``, the pending index on it."""
     return {
         "TableName": name,
         "KeySchema": [{"AttributeName": "event_id", "KeyType": "HASH"}],
@@ -190,6 +191,23 @@ class ReconcilerWorld:
         finally:
             consumer_handler.configure()
 
+    def deliver_expecting_a_park(self, body: dict[str, Any]) -> None:
+        """Run the consumer's handler on one message it must park in the DLQ (and acknowledge)."""
+        board = FaultBoard()
+        clients = Clients(
+            dynamodb=GuardedClient(self.dynamodb, board),  # type: ignore[arg-type]
+            sns=GuardedClient(self.sns, board),  # type: ignore[arg-type]
+            sqs=GuardedClient(self.sqs, board),  # type: ignore[arg-type]
+        )
+        consumer_handler.configure(clients, self.env)
+        try:
+            response = consumer_handler.handler({"Records": [sqs_record(body)]}, FakeContext())
+        finally:
+            consumer_handler.configure()
+        assert response["batchItemFailures"] == []
+        assert "send_message" in board.requests or "send_message_batch" in board.requests, "not parked"
+        assert "transact_write_items" not in board.requests
+
     def deliver_normally(self, orders: Sequence[dict[str, Any]]) -> None:
         """Run the consumer's handler on the orders with nothing failing (recorded, published, sent)."""
         # Guarded (with no fault armed) for the board's lock: the consumer's threads must not call
@@ -216,7 +234,12 @@ class ReconcilerWorld:
         clock: Callable[[], float] = time.time,
         **options: Any,
     ) -> Reconciler:
-        """The reconciler wired as ``build_reconciler`` wires it, on the guarded clients."""
+        """The reconciler wired as ``build_reconciler`` wires it, on the guarded clients.
+
+        Without the index's propagation margin unless ``index_margin_seconds`` is given (moto's index
+        has no lag): a record is found once it is older than ``reconcile_after_seconds``.
+        """
+        options.setdefault("index_margin_seconds", 0)
         return Reconciler(
             index=PendingIndex(
                 client=self.guarded_dynamodb,
@@ -238,14 +261,29 @@ class ReconcilerWorld:
     # --- reading the world -----------------------------------------------------------------------
 
     def records(self) -> dict[str, dict[str, Any]]:
+        """The state records (the reconciler's checkpoint item left out: :meth:`checkpoints`)."""
         items = self.dynamodb.scan(TableName=self.events_table, ConsistentRead=True)["Items"]
-        return {str(plain(item)["event_id"]): plain(item) for item in items}
+        return {
+            str(plain(item)["event_id"]): plain(item) for item in items if item["event_id"]["S"] != CHECKPOINT_EVENT_ID
+        }
+
+    def checkpoints(self) -> dict[str, Any]:
+        """The reconciler's stored checkpoints (shard -> created_at) and revision; empty when never written."""
+        item = self.dynamodb.get_item(
+            TableName=self.events_table, Key={"event_id": {"S": CHECKPOINT_EVENT_ID}}, ConsistentRead=True
+        ).get("Item")
+        return {} if item is None else plain(item)
 
     def order_rows(self) -> dict[str, dict[str, Any]]:
         items = self.dynamodb.scan(TableName=self.orders_table, ConsistentRead=True)["Items"]
         return {str(plain(item)["order_id"]): plain(item) for item in items}
 
+    def pending_records(self) -> set[str]:
+        """The event ids of the records still ``pending``."""
+        return {event_id for event_id, record in self.records().items() if record.get("status") == "pending"}
+
     def pending_in_index(self) -> set[str]:
+        """Every event id the index lists (pending or sent: the mark leaves the entry)."""
         found: set[str] = set()
         for shard in every_shard():
             items = self.dynamodb.query(

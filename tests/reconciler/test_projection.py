@@ -16,9 +16,11 @@ NOW = 1_800_000_000.0
 #: (tests/infra/test_trust_boundaries.py checks the reconciler's role against the same.)
 READS = {
     "FindPendingRecords": ["event_id", "pending_shard", "created_at"],
-    # the shard too: a record marked sent that still has one (0.1.0 after a rollback) is released
-    "ConfirmPendingRecords": ["event_id", "status", "order_id", "payload_sha256", "created_at", "pending_shard"],
+    # the ttl too: a record marked sent without one (0.1.0 after a rollback) is given one
+    "ConfirmPendingRecords": ["event_id", "status", "order_id", "payload_sha256", "created_at", "ttl"],
     "ReadOrderRowIdentities": ["order_id", "event_id", "payload_sha256"],
+    # its checkpoints, one item under a reserved key
+    "ReadCheckpoints": ["event_id", "checkpoints", "revision"],
 }
 
 
@@ -32,6 +34,10 @@ class _RecordingReads:
     def query(self, **request: Any) -> Any:
         self.reads.append(("Query", request["TableName"], request))
         return self._client.query(**request)
+
+    def get_item(self, **request: Any) -> Any:
+        self.reads.append(("GetItem", request["TableName"], request))
+        return self._client.get_item(**request)
 
     def batch_get_item(self, **request: Any) -> Any:
         for table, keys_and_projection in request["RequestItems"].items():
@@ -61,11 +67,13 @@ def test_every_read_projects_exactly_the_attributes_its_role_may_read(world: Rec
     assert report.reconciled == len(pending)
     assert world.notified() == dict.fromkeys(pending, 1)
     # AND every read named its attributes: the index query its keys (Select SPECIFIC_ATTRIBUTES),
-    # the record reads the record's, the order-row reads the identity part of a row, nothing else
+    # the record reads the record's, the order-row reads the identity part of a row, the checkpoint
+    # read the checkpoint item's, nothing else
     expected = {
         ("Query", world.events_table): READS["FindPendingRecords"],
         ("BatchGetItem", world.events_table): READS["ConfirmPendingRecords"],
         ("BatchGetItem", world.orders_table): READS["ReadOrderRowIdentities"],
+        ("GetItem", world.events_table): READS["ReadCheckpoints"],
     }
     seen = {(operation, table) for operation, table, _ in recording.reads}
     assert seen == set(expected)

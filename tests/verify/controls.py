@@ -12,13 +12,13 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from idempotent_order_pipeline._lambda_asset.order_consumer import dead_letter, pipeline, store
+from idempotent_order_pipeline._lambda_asset.order_consumer import dead_letter, pipeline, reconciliation, store
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract import message, parked
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_index import PENDING_SHARD_ATTRIBUTE
 from tests.verify import checks, scenarios
 from tests.verify.scenarios import Scenario
 from tests.verify.scheduler import Bounds
-from tests.verify.world import EVENTS_TABLE, World, stale_read
+from tests.verify.world import EVENTS_TABLE, World, _Http, stale_read
 
 
 @dataclass(frozen=True)
@@ -96,6 +96,34 @@ def _index_entry_removed_before_notifying() -> contextlib.AbstractContextManager
         return original(self, pool, batch, to_notify, to_park)
 
     return _replaced(pipeline.OrderPipeline, "_publish_and_park", publish_and_park)
+
+
+def _checkpoint_past_pending() -> contextlib.AbstractContextManager[None]:
+    """The reconciler's checkpoint moved to the bound it read to, whatever it left pending."""
+    original = reconciliation.Reconciler._advance
+
+    def advance(self: Any, progress: Any, upper: Any) -> None:
+        with progress.lock:
+            for shard in progress.shards:
+                shard.left, shard.buffer, shard.next_key = [], [], None
+        original(self, progress, upper)
+
+    return _replaced(reconciliation.Reconciler, "_advance", advance)
+
+
+def _sns_refusing_until_the_drain(world: World) -> None:
+    """SNS refusing every entry of every PublishBatch until the drain (an outage the drain outlives)."""
+
+    def refuse(world: World, actor: str, request: Mapping[str, Any]) -> Any:
+        if world.draining:
+            return None
+        failed = [
+            {"Id": entry["Id"], "Code": "InternalError", "Message": "outage", "SenderFault": False}
+            for entry in request["PublishBatchRequestEntries"]
+        ]
+        return _Http(200), {"Successful": [], "Failed": failed}
+
+    world.overrides["PublishBatch"] = refuse
 
 
 def _group_not_stopped() -> contextlib.AbstractContextManager[None]:
@@ -219,6 +247,14 @@ CONTROLS = (
         _last_receive,
         ONE_CRASH,
         _index_entry_removed_before_notifying,
+    ),
+    Control(
+        "checkpoint-past-pending",
+        "the reconciler's checkpoint moved past an entry it left pending (SNS refusing until the drain)",
+        _last_receive,
+        CLEAN,
+        _checkpoint_past_pending,
+        prepare=_sns_refusing_until_the_drain,
     ),
     Control(
         "fifo-group-not-stopped",

@@ -11,7 +11,9 @@ redrive nothing reads the DLQ, and the drain counts it as dead-lettered.
 The harness makes the consumer deterministic without changing its code: its worker pool runs each
 job at submission (one thread per actor), its clocks are the harness's (the wall clock frozen, so
 every pending record is older than the reconciler's threshold of 0 s; the monotonic clock of a
-delivery is the time its calls cost), and the reconciler runs without a deadline (its deadline
+delivery is the time its calls cost; a transaction after a reconciler run's query is created a
+second later, past that run's bound, as it is in time; the drain's reconciler runs later still),
+and the reconciler runs without a deadline (its deadline
 thread is covered by ``tests/reconciler/test_deadline.py``).
 """
 
@@ -31,6 +33,7 @@ from moto import mock_aws
 from idempotent_order_pipeline._lambda_asset.order_consumer import handler as consumer_handler
 from idempotent_order_pipeline._lambda_asset.order_consumer import pipeline as pipeline_module
 from idempotent_order_pipeline._lambda_asset.order_consumer import reconciler as reconciler_handler
+from idempotent_order_pipeline._lambda_asset.order_consumer import reconciliation as reconciliation_module
 from idempotent_order_pipeline._lambda_asset.order_consumer.reconciliation import Reconciler
 from idempotent_order_pipeline._lambda_asset.order_consumer.runtime import Clients as ConsumerClients
 from idempotent_order_pipeline._lambda_asset.order_consumer.store import OrderStore
@@ -49,11 +52,15 @@ from tests.verify.scheduler import (
     current_actor,
     explore,
 )
-from tests.verify.world import Clients, EmptyShards, LoggedCall, World
+from tests.verify.world import LATE_CREATED_AT, Clients, EmptyShards, LoggedCall, World
 
 #: The frozen wall clock (epoch seconds): records are created at its whole second, the reconciler
-#: runs half a second later, so every pending record is older than its threshold.
+#: runs half a second later, so every pending record is older than its threshold. A transaction
+#: that runs after a reconciler run queried the index is created a second later
+#: (``world.LATE_CREATED_AT``), and the drain's reconciler runs ``DRAIN_LATER_S`` later still.
 FROZEN_NOW = 1_800_000_000.5
+DRAIN_LATER_S = 10.0
+assert int(FROZEN_NOW) + 1 == LATE_CREATED_AT < FROZEN_NOW + DRAIN_LATER_S
 
 
 class _LambdaContext:
@@ -150,14 +157,19 @@ class Harness:
                 World.install(self.clients, lambda: self.world)
             stack.enter_context(_patched(pipeline_module, "ThreadPoolExecutor", SynchronousExecutor))
             stack.enter_context(_patched(pipeline_module, "time", _Clock(lambda: self.world)))
-            for cls in (OrderStore, Reconciler):
-                stack.enter_context(_patched_default(cls.__init__, "clock", lambda: FROZEN_NOW))
+            stack.enter_context(_patched_default(OrderStore.__init__, "clock", lambda: FROZEN_NOW))
+            stack.enter_context(_patched_default(Reconciler.__init__, "clock", self._reconciler_clock))
+            # moto's index has no propagation lag to allow for
+            stack.enter_context(_patched(reconciliation_module, "INDEX_PROPAGATION_MARGIN_SECONDS", 0))
             try:
                 yield
             finally:
                 consumer_handler.configure()
                 reconciler_handler.configure()
                 self.world = None
+
+    def _reconciler_clock(self) -> float:
+        return FROZEN_NOW + (DRAIN_LATER_S if self.world is not None and self.world.draining else 0.0)
 
     # --- one execution -------------------------------------------------------------------------------
 
@@ -335,6 +347,7 @@ class Harness:
     def _drain(self, scenario: Scenario, world: World, messages: Sequence[Message]) -> None:
         """Deliver again what is neither acknowledged nor parked (or drop it, on its last receive); reconcile."""
         world.log.append(LoggedCall("-", "drain", "the harness redelivers, then reconciles"))
+        world.draining = True
         for _ in range(5):
             parked = world.parked()
             left = [m for m in messages if not m.acknowledged and m.message_id not in parked and not m.redriven]

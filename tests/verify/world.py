@@ -22,10 +22,12 @@ import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 import boto3
 from boto3.dynamodb.types import TypeDeserializer
+from botocore.exceptions import ClientError
 from moto.core.models import DEFAULT_ACCOUNT_ID
 from moto.dynamodb.models import dynamodb_backends
 from moto.sqs.models import Message as SqsMessage
@@ -37,8 +39,11 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.contract.parked impo
     envelope_of,
 )
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_index import (
+    CHECKPOINT_EVENT_ID,
+    CHECKPOINTS_ATTRIBUTE,
     PENDING_RECORD_ATTRIBUTES,
     PENDING_SHARD_ATTRIBUTE,
+    PENDING_SINCE_ATTRIBUTE,
     pending_shard,
 )
 from idempotent_order_pipeline._lambda_asset.order_consumer.store import MARK_SENT_STATEMENT
@@ -49,6 +54,12 @@ from tests.verify.scheduler import CALL, FAULT_PREFIX, Access, Execution, Point,
 REGION = "eu-west-1"
 EVENTS_TABLE = "processed-events"
 ORDERS_TABLE = "order-records"
+#: The ``created_at`` of a record whose transaction runs after a reconciler run queried its shard:
+#: a second after the frozen clock's (the explorer's ``FROZEN_NOW``), past the run's upper bound. The
+#: wall clock is frozen, but a transaction that commits after the run's query was, in time, started
+#: after the run's bound (``created_at`` is taken before the transaction, which commits within the
+#: consumer's timeout, at most ``reconcile_after``): the run's checkpoint never passes it.
+LATE_CREATED_AT = 1_800_000_001
 
 #: The faults the scheduler may inject, per operation.
 FAULTS: dict[str, tuple[str, ...]] = {
@@ -184,6 +195,11 @@ class World:
         self.call_checks: list[Callable[[World, str, str, Mapping[str, Any], Mapping[str, Any]], None]] = []
         #: Per operation, a replacement answer for the actors' calls (negative controls).
         self.overrides: dict[str, Callable[[World, str, Mapping[str, Any]], Any]] = {}
+        #: The shards a reconciler run has queried: a transaction of a record on one of them is later
+        #: than that run's bound (through the shard, the two moves are ordered: they never commute).
+        self.reconciler_queried: set[str] = set()
+        #: The drain has begun (its reconciler runs later than every move).
+        self.draining = False
         self._create()
 
     # --- resources ----------------------------------------------------------------------------------
@@ -233,7 +249,20 @@ class World:
         return {str(item[key]): item for item in found}
 
     def records(self) -> dict[str, dict[str, Any]]:
-        return self.items(EVENTS_TABLE)
+        """The state records (the reconciler's checkpoint item is not one: :meth:`checkpoints`)."""
+        return {key: item for key, item in self.items(EVENTS_TABLE).items() if key != CHECKPOINT_EVENT_ID}
+
+    def checkpoints(self) -> dict[str, Decimal]:
+        """The reconciler's stored checkpoints, shard -> created_at (none stored: empty)."""
+        item = self.items(EVENTS_TABLE).get(CHECKPOINT_EVENT_ID) or {}
+        return {shard: Decimal(str(start)) for shard, start in item.get(CHECKPOINTS_ATTRIBUTE, {}).items()}
+
+    def behind_checkpoint(self, record: Mapping[str, Any]) -> bool:
+        """Whether the record's index entry is behind its shard's checkpoint (no run reads it again)."""
+        shard = record.get(PENDING_SHARD_ATTRIBUTE)
+        return shard is not None and Decimal(str(record[PENDING_SINCE_ATTRIBUTE])) < self.checkpoints().get(
+            str(shard), Decimal(0)
+        )
 
     def rows(self) -> dict[str, dict[str, Any]]:
         return self.items(ORDERS_TABLE)
@@ -312,7 +341,7 @@ class World:
     def state_hash(self, extra: object = None) -> str:
         """A digest of the tables, the DLQ, the notifications and ``extra`` (the queue model)."""
         state = (
-            sorted(json.dumps(item, sort_keys=True, default=str) for item in self.records().values()),
+            sorted(json.dumps(item, sort_keys=True, default=str) for item in self.items(EVENTS_TABLE).values()),
             sorted(json.dumps(item, sort_keys=True, default=str) for item in self.rows().values()),
             sorted(self.dead_letters()),
             sorted(entry.message_id for entry in self.dlq() if entry.moved_by_sqs),
@@ -367,8 +396,30 @@ class World:
             if action.startswith(FAULT_PREFIX):
                 return self._fault(operation, request, action[len(FAULT_PREFIX) :])
             assert action == CALL
+        if actor is not None and actor.startswith("R") and operation == "Query" and service == "dynamodb":
+            self.reconciler_queried.add(str(request["ExpressionAttributeValues"][":shard"]["S"]))
         override = self.overrides.get(operation)
-        return None if override is None or actor is None else override(self, actor, request)
+        if override is not None and actor is not None:
+            answer = override(self, actor, request)
+            if answer is not None:
+                return answer
+        if operation == "TransactWriteItems" and self.reconciler_queried:
+            event_id = _event_of_transaction(request)
+            if event_id is not None and pending_shard(event_id) in self.reconciler_queried:
+                return self._late_transaction(request)
+        return None
+
+    def _late_transaction(self, request: Mapping[str, Any]) -> Any:
+        """The transaction as sent, its record created at :data:`LATE_CREATED_AT` (see there)."""
+        rewritten = copy.deepcopy(dict(request))
+        for item in rewritten["TransactItems"]:
+            put = item.get("Put")
+            if put and put["TableName"] == EVENTS_TABLE and PENDING_SINCE_ATTRIBUTE in put["Item"]:
+                put["Item"][PENDING_SINCE_ATTRIBUTE] = {"N": str(LATE_CREATED_AT)}
+        try:
+            return _Http(200), dict(self.clients.raw_dynamodb.transact_write_items(**rewritten))
+        except ClientError as exc:
+            return _Http(400), dict(exc.response)
 
     def _after(self, operation: str, request: Mapping[str, Any], status: int, response: Mapping[str, Any]) -> None:
         actor = current_actor() or "-"

@@ -2,8 +2,9 @@
 
 Today a ``pending`` record carries ``pending_shard`` (its partition of the pending index, ``"0"`` to
 ``"31"``, :func:`~order_consumer.contract.pending_index.pending_shard`) and no ``ttl``; a ``sent``
-record carries a ``ttl`` and no ``pending_shard``. What older releases left, by kind (the keys of
-the figures):
+record carries a ``ttl`` and keeps the ``pending_shard`` it was written with (its index entry stays
+until TTL deletes it; 0.2.0's sent records have none). What older releases left, by kind (the keys
+of the figures):
 
 ==========================  =====================================================  ===================================
 kind                        written by                                             made current by
@@ -14,14 +15,22 @@ kind                        written by                                          
 ``pending_other_shard``     0.2.0: the index had 16 shards, so about half of its   shard set to today's
                             pending records carry another shard than today's
 ``pending_expiring``        a pending record with a ``ttl`` (none known today)     ``ttl`` removed
-``sent_still_indexed``      0.1.0 marking a record after a rollback: ``sent``,     shard removed, ``ttl`` set if none
-                            still in the index, no ``ttl`` (never expires)
-``sent_without_ttl``        a sent record without ``ttl`` (none known today)       ``ttl`` set
+``sent_without_ttl``        0.1.0 marking a record after a rollback: ``sent``,     ``ttl`` set
+                            no ``ttl`` (never expires)
+``sent_still_indexed``      today's sent records, only with                        shard removed, ``ttl`` set if none
+                            ``--for-rollback-to 0.2.0``
 ==========================  =====================================================  ===================================
 
-``--for-rollback-to 0.2.0`` puts pending records on 0.2.0's 16 shards instead (its reconciler and
-``pending`` query only those; today's query all 32, so they still find them), and a plain run after
-upgrading again moves them back (``pending_other_shard``).
+A pending record put on a shard is given ``created_at`` = now, as the consumer's adoption does: the
+reconciler reads each shard behind a checkpoint, and an entry with an older time could be behind it.
+
+``--for-rollback-to 0.2.0`` prepares a rollback: it puts pending records on 0.2.0's 16 shards (its
+reconciler and ``pending`` query only those; today's query all 32, so they still find them) and
+takes sent records out of the index (0.2.0's index held only pending records, and its reconciler
+reads every entry older than its threshold on every run: with today's sent entries left in, each
+run would read every record of the retention period, oldest first, and run out of time before it
+reached the pending ones). A plain run after upgrading again moves pending records back
+(``pending_other_shard``); sent records without a shard are current.
 
 Keys are not rewritten. 0.1.0 derived keys without escaping ``|`` and ``\\``; a record under such a
 key stays under it, because its order row names it (``event_id``), subscribers deduplicate on it
@@ -67,10 +76,12 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.contract.names impor
     STATUS_SENT,
 )
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_index import (
+    CHECKPOINT_EVENT_ID,
     PENDING_SHARD_ATTRIBUTE,
     PENDING_SHARDS,
     PENDING_SINCE_ATTRIBUTE,
     SHARDS_OF_RELEASE,
+    SPARSE_INDEX_RELEASES,
     pending_shard,
 )
 from idempotent_order_pipeline.cli.context import Operator, confirmed, operator_of, reported, wants_json
@@ -93,15 +104,19 @@ LEGACY_KEY = "legacy_key"
 UNRECOGNISED = "unrecognised"
 
 # --- updates and their conditions ---------------------------------------------------------------------
-# A pending record: in the index under today's shard, no ttl (it must never expire while pending).
-INDEX_PENDING = f"SET {PENDING_SHARD_ATTRIBUTE} = :shard REMOVE #ttl"
+# A pending record: in the index under today's shard as created now (never behind the reconciler's
+# checkpoint of its shard), no ttl (it must never expire while pending).
+INDEX_PENDING = f"SET {PENDING_SHARD_ATTRIBUTE} = :shard, {PENDING_SINCE_ATTRIBUTE} = :now REMOVE #ttl"
 # Still pending with the content read (not marked sent, not deleted, not another record)...
 STILL_PENDING_AS_READ = "#status = :pending AND payload_sha256 = :sha"
 # ...and its shard still as read: absent (0.1.0) or the value read (0.2.0's 16 shards).
 SHARD_ABSENT_AS_READ = f"attribute_not_exists({PENDING_SHARD_ATTRIBUTE})"
 SHARD_AS_READ = f"{PENDING_SHARD_ATTRIBUTE} = :read_shard"
-# A sent record: out of the index, and an expiry if it has none (from now: later than its true
-# sent time, never earlier), as the reconciler releases one (``store.RELEASE_SENT``).
+# A sent record without an expiry: one from now (later than its true sent time, never earlier), as
+# the reconciler gives one (``store.EXPIRE_SENT``).
+EXPIRE_SENT = "SET #ttl = if_not_exists(#ttl, :ttl)"
+# Before a rollback to a release whose index held only pending records: a sent record out of the
+# index, and an expiry if it has none.
 RELEASE_SENT = f"SET #ttl = if_not_exists(#ttl, :ttl) REMOVE {PENDING_SHARD_ATTRIBUTE}"
 # Still sent (a sent record never goes back to pending; this also fails once the TTL deleted it,
 # so the update never creates a stub record).
@@ -148,15 +163,19 @@ def classify(
     now: float,
     shards: int = PENDING_SHARDS,
     record_ttl_seconds: int = DEFAULT_RECORD_TTL_SECONDS,
+    sent_leave_index: bool = False,
 ) -> Change | str | None:
     """What a scanned record needs: a :class:`Change`, :data:`UNRECOGNISED`, or None (already current).
 
     ``shards``: the pending index's shards to put a pending record on (another release's for a rollback);
     ``record_ttl_seconds``: how long a sent record without a ``ttl`` is kept from now (the pipeline's
-    ``record_retention``, as its consumer has it).
+    ``record_retention``, as its consumer has it); ``sent_leave_index``: take sent records out of the
+    index (before a rollback to a release in ``SPARSE_INDEX_RELEASES``).
     """
     event_id, status, sha = _plain(item, "event_id"), _plain(item, "status"), _plain(item, "payload_sha256")
     shard, has_ttl = _plain(item, PENDING_SHARD_ATTRIBUTE), "ttl" in item
+    if event_id == CHECKPOINT_EVENT_ID:
+        return None  # the reconciler's checkpoints: not a record, nothing to migrate
     if not isinstance(event_id, str) or not isinstance(sha, str):
         return UNRECOGNISED
     if status == STATUS_PENDING:
@@ -166,18 +185,24 @@ def classify(
         if shard == today and not has_ttl:
             return None
         kind = PENDING_NOT_INDEXED if shard is None else PENDING_OTHER_SHARD if shard != today else PENDING_EXPIRING
-        values = {":pending": {"S": STATUS_PENDING}, ":sha": {"S": sha}, ":shard": {"S": today}}
+        values = {
+            ":pending": {"S": STATUS_PENDING},
+            ":sha": {"S": sha},
+            ":shard": {"S": today},
+            ":now": {"N": str(int(now))},
+        }
         shard_condition = SHARD_ABSENT_AS_READ
         if shard is not None:
             shard_condition = SHARD_AS_READ
             values[":read_shard"] = {"S": str(shard)}
         return Change(kind, INDEX_PENDING, f"{STILL_PENDING_AS_READ} AND {shard_condition}", values)
     if status == STATUS_SENT:
-        if shard is None and has_ttl:
-            return None
-        kind = SENT_STILL_INDEXED if shard is not None else SENT_WITHOUT_TTL
         values = {":sent": {"S": STATUS_SENT.value}, ":ttl": {"N": str(int(now) + record_ttl_seconds)}}
-        return Change(kind, RELEASE_SENT, STILL_SENT, values)
+        if sent_leave_index and shard is not None:
+            return Change(SENT_STILL_INDEXED, RELEASE_SENT, STILL_SENT, values)
+        if not has_ttl:
+            return Change(SENT_WITHOUT_TTL, EXPIRE_SENT, STILL_SENT, values)
+        return None
     return UNRECOGNISED
 
 
@@ -323,6 +348,7 @@ def migrate_records(
     figures: Figures | None = None,
     shards: int = PENDING_SHARDS,
     record_ttl_seconds: int = DEFAULT_RECORD_TTL_SECONDS,
+    sent_leave_index: bool = False,
     on_page: Callable[[int], None] | None = None,
     clock: Callable[[], float] = time.time,
 ) -> Figures:
@@ -344,7 +370,13 @@ def migrate_records(
                 figures.scanned += 1
                 if has_legacy_key(item, identity_fields):
                     figures.notes[LEGACY_KEY] += 1
-                change = classify(item, now=now, shards=shards, record_ttl_seconds=record_ttl_seconds)
+                change = classify(
+                    item,
+                    now=now,
+                    shards=shards,
+                    record_ttl_seconds=record_ttl_seconds,
+                    sent_leave_index=sent_leave_index,
+                )
                 if change is None:
                     figures.already_current += 1
                 elif isinstance(change, str):
@@ -406,7 +438,10 @@ def _summary_line(figures: Figures, table: str, *, dry_run: bool) -> str:
     "--for-rollback-to",
     "rollback_to",
     type=click.Choice(sorted(SHARDS_OF_RELEASE)),
-    help="Put pending records on the shards this older release reads (after a rollback to it; see docs/upgrading.md).",
+    help=(
+        "Prepare a rollback to this older release: pending records on the shards it reads, sent records out of "
+        "the index its reconciler reads whole (see docs/upgrading.md)."
+    ),
 )
 @click.option("--dry-run", is_flag=True, help="Count what would change; write nothing (needs no --yes).")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask (needed without a terminal).")
@@ -425,7 +460,8 @@ def migrate(
     """Bring state records written by older releases (0.1.0, 0.2.0) into today's shape.
 
     Pending records get into the pending index (so the reconciler and `pending` find them) and
-    lose any ttl; sent records leave the index and get a ttl. Every write is conditioned on the
+    lose any ttl; sent records get a ttl if they have none (with --for-rollback-to 0.2.0 they also
+    leave the index). Every write is conditioned on the
     record being as read, so it may run beside the consumers; idempotent and resumable
     (--checkpoint, --start-key). Prints the figures at the end (--json: one object).
     """
@@ -436,6 +472,7 @@ def migrate(
         checkpoint=checkpoint,
         page_size=page_size,
         shards=SHARDS_OF_RELEASE[rollback_to] if rollback_to else PENDING_SHARDS,
+        sent_leave_index=rollback_to in SPARSE_INDEX_RELEASES,
         dry_run=dry_run,
         ask=not go_ahead,
         as_json=wants_json(ctx, as_json),
@@ -449,6 +486,7 @@ def _migrate(
     checkpoint: Path | None,
     page_size: int,
     shards: int,
+    sent_leave_index: bool,
     dry_run: bool,
     ask: bool,
     as_json: bool,
@@ -486,6 +524,7 @@ def _migrate(
                 on_page=on_page,
                 shards=shards,
                 record_ttl_seconds=record_ttl_seconds,
+                sent_leave_index=sent_leave_index,
             )
     except MigrationStopped as exc:
         resume = f"with --checkpoint {checkpoint}" if checkpoint else f"with --start-key {exc.start_key}"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.errors import StoreUnavailableError
@@ -136,9 +137,10 @@ def find_pending(
     """Records in ``pending`` created more than ``older_than_seconds`` before ``now``, oldest first.
 
     Read as the reconciler reads them (:class:`~order_consumer.pending_records.PendingIndex`): the
-    sparse index ``pending-by-age`` (only pending records are in it; every page of every shard, no
-    scan), then each listed record with a consistent read, since a GSI lags the table: a record
-    marked ``sent`` meanwhile is left out. Unprocessed keys are tried again a bounded number of
+    index ``pending-by-age`` from each shard's reconciler checkpoint on (every entry before it is
+    sent or gone; every page of every shard, no scan), then each listed record with a consistent
+    read, since the index lists sent records too and a GSI lags the table: what is not pending is
+    left out. Unprocessed keys are tried again a bounded number of
     times, as the reconciler does; a record still unread then fails the listing rather than
     being left out of it silently.
 
@@ -147,13 +149,16 @@ def find_pending(
     """
     index = PendingIndex(client=dynamodb, processed_events_table=table, order_records_table="")
     # Whole seconds, as the record's created_at: a record exactly at the cutoff is not yet old enough.
-    cutoff = int(now - older_than_seconds)
+    cutoff = Decimal(int(now - older_than_seconds)) - Decimal("0.001")
     try:
+        checkpoints = index.checkpoints()
         candidates: list[str] = []
         for shard in every_shard():
+            if checkpoints.start(shard) > cutoff:
+                continue
             start_key: Mapping[str, Any] | None = None
             while True:
-                page = index.page(shard, created_before=cutoff, start_key=start_key)
+                page = index.page(shard, created_from=checkpoints.start(shard), created_to=cutoff, start_key=start_key)
                 candidates.extend(entry.event_id for entry in page.entries)
                 if page.next_key is None:
                     break

@@ -28,6 +28,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract import metric_names, names
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_index import (
+    INDEX_PROPAGATION_MARGIN_SECONDS,
+)
 from idempotent_order_pipeline.sandbox import checks, traffic
 from idempotent_order_pipeline.sandbox.function import RECONCILER_HANDLER, describe_function, find_function_by_handler
 from idempotent_order_pipeline.sandbox.lambda_runtime import FunctionProcess
@@ -39,7 +42,9 @@ if TYPE_CHECKING:
 #: Defaults of the scenario.
 DEFAULT_OUTAGE_ORDERS = 20
 DEFAULT_SCHEDULE_INTERVAL_SECONDS = 2.0
-DEFAULT_RECOVERY_TIMEOUT_SECONDS = 120.0
+#: The reconciler reads entries only once they are ``reconcile_after`` plus the index's propagation
+#: margin old (a real minute, which the sandbox does not compress): the recovery waits for it too.
+DEFAULT_RECOVERY_TIMEOUT_SECONDS = 120.0 + INDEX_PROPAGATION_MARGIN_SECONDS
 OUTAGE_SEED_OFFSET = 1_000_003
 SCHEDULED_EVENT = {"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}}
 

@@ -1,8 +1,11 @@
-"""Reading the pending index: one shard's page of candidates, then consistent reads of what it lists.
+"""Reading the pending index: one shard's page of entries, consistent reads of what it lists, and the
+reconciler's checkpoints.
 
-The index (:mod:`order_consumer.contract.pending_index`) is only a finder: a GSI is eventually consistent, so
-an entry may lag the table. Every entry is read again from the table, consistently, before
-anything is done with it; the order rows are read the same way.
+The index (:mod:`order_consumer.contract.pending_index`) is only a finder: it lists every record
+(pending or sent) by creation time, and a GSI is eventually consistent, so an entry may lag the
+table. Every entry is read again from the table, consistently, before anything is done with it; the
+order rows are read the same way. The checkpoints (one item, :data:`CHECKPOINT_EVENT_ID`) say where
+each shard's next read starts; a write of them is conditional on the revision read.
 """
 
 from __future__ import annotations
@@ -15,8 +18,12 @@ from typing import TYPE_CHECKING, Any, cast
 from botocore.exceptions import BotoCoreError, ClientError
 
 from .contract.errors import StoreUnavailableError
-from .contract.names import STATUS_PENDING, STATUS_SENT
+from .contract.names import STATUS_PENDING, STATUS_SENT, TTL_ATTRIBUTE
 from .contract.pending_index import (
+    CHECKPOINT_ATTRIBUTES,
+    CHECKPOINT_EVENT_ID,
+    CHECKPOINT_REVISION_ATTRIBUTE,
+    CHECKPOINTS_ATTRIBUTE,
     INDEX_ENTRY_ATTRIBUTES,
     ORDER_ROW_ATTRIBUTES,
     PENDING_INDEX_NAME,
@@ -34,8 +41,11 @@ MAX_BATCH_GET_KEYS = 100
 BATCH_GET_ATTEMPTS = 3
 
 # --- Conditions ------------------------------------------------------------------------------------
-# The shard's entries created before the cutoff: pending for longer than the threshold.
-PENDING_IN_SHARD_BEFORE = "#shard = :shard AND #since < :before"
+# The shard's entries created from its checkpoint up to the cutoff (both included: a key condition
+# takes one range): the ones not handled yet that are older than the threshold.
+SHARD_ENTRIES_BETWEEN = "#shard = :shard AND #since BETWEEN :from AND :to"
+# The checkpoints are written over the revision this run read: of two racing runs one writes.
+CHECKPOINTS_UNCHANGED = "attribute_not_exists(#revision) OR #revision = :revision"
 
 
 @dataclass(frozen=True)
@@ -52,6 +62,18 @@ class IndexPage:
 
     entries: tuple[IndexEntry, ...]
     next_key: Mapping[str, Any] | None
+
+
+@dataclass(frozen=True)
+class Checkpoints:
+    """Where each shard's next read starts (a ``created_at``; a shard absent: from the start), and the
+    revision they were read at (0: never written)."""
+
+    starts: Mapping[str, Decimal]
+    revision: int
+
+    def start(self, shard: str) -> Decimal:
+        return self.starts.get(shard, Decimal(0))
 
 
 @dataclass(frozen=True)
@@ -105,9 +127,16 @@ class PendingIndex:
         self._row_attributes = order_row_attributes
 
     def page(
-        self, shard: str, *, created_before: float, start_key: Mapping[str, Any] | None = None, limit: int = 100
+        self,
+        shard: str,
+        *,
+        created_from: Decimal,
+        created_to: Decimal,
+        start_key: Mapping[str, Any] | None = None,
+        limit: int = 100,
     ) -> IndexPage:
-        """One page of the shard's entries created before ``created_before`` (epoch seconds), oldest first.
+        """One page of the shard's entries created from ``created_from`` to ``created_to`` (epoch
+        seconds, both included), oldest first.
 
         Raises:
             StoreUnavailableError: the query failed; nothing was read.
@@ -115,8 +144,12 @@ class PendingIndex:
         request: dict[str, Any] = {
             "TableName": self._events_table,
             "IndexName": PENDING_INDEX_NAME,
-            "KeyConditionExpression": PENDING_IN_SHARD_BEFORE,
-            "ExpressionAttributeValues": {":shard": {"S": shard}, ":before": {"N": f"{created_before:.3f}"}},
+            "KeyConditionExpression": SHARD_ENTRIES_BETWEEN,
+            "ExpressionAttributeValues": {
+                ":shard": {"S": shard},
+                ":from": {"N": str(created_from)},
+                ":to": {"N": str(created_to)},
+            },
             "ScanIndexForward": True,
             "Limit": limit,
             **_projection(INDEX_ENTRY_ATTRIBUTES),
@@ -147,10 +180,10 @@ class PendingIndex:
         return records, unread
 
     def read_listed(self, event_ids: Sequence[str]) -> tuple[list[PendingRecord], list[str], set[str]]:
-        """Like :meth:`read_pending`, plus the ids of records ``sent`` that still carry a shard.
+        """Like :meth:`read_pending`, plus the ids of records ``sent`` without a ``ttl``.
 
-        Those stay in the index for ever unless released: a rollback to 0.1.0 marks records sent
-        without removing ``pending_shard`` (or setting ``ttl``).
+        Those would stay in the table for ever unless given one: a rollback to 0.1.0 marks records
+        sent without setting ``ttl``.
 
         Raises:
             StoreUnavailableError: a call failed.
@@ -159,7 +192,7 @@ class PendingIndex:
         stale = [
             _text(item, "event_id")
             for item in items
-            if _text(item, "status") == STATUS_SENT and PENDING_SHARD_ATTRIBUTE in item
+            if _text(item, "status") == STATUS_SENT and TTL_ATTRIBUTE not in item
         ]
         records = [
             PendingRecord(
@@ -187,6 +220,60 @@ class PendingIndex:
             for item in items
         }
         return rows, unread
+
+    def checkpoints(self) -> Checkpoints:
+        """The stored checkpoints (consistent read); none stored: every shard from the start.
+
+        Raises:
+            StoreUnavailableError: the read failed.
+        """
+        try:
+            response = self._client.get_item(
+                TableName=self._events_table,
+                Key={"event_id": {"S": CHECKPOINT_EVENT_ID}},
+                ConsistentRead=True,
+                **_projection(CHECKPOINT_ATTRIBUTES),
+            )
+        except (ClientError, BotoCoreError) as exc:
+            raise StoreUnavailableError(f"DynamoDB failed the read of the reconciler's checkpoints: {exc}") from exc
+        item = response.get("Item") or {}
+        starts = item.get(CHECKPOINTS_ATTRIBUTE, {}).get("M", {})
+        return Checkpoints(
+            starts={shard: Decimal(value["N"]) for shard, value in starts.items() if "N" in value},
+            revision=_number(item, CHECKPOINT_REVISION_ATTRIBUTE),
+        )
+
+    def advance(self, read: Checkpoints, starts: Mapping[str, Decimal]) -> bool:
+        """Write ``starts`` (every shard's, read's where not given) over ``read`` if nobody wrote since.
+
+        Only forward: a start below the one read is kept at the one read. Returns False when another
+        run wrote first (its checkpoints stand; each run's are safe on their own).
+
+        Raises:
+            StoreUnavailableError: the write failed; nothing is known of it.
+        """
+        merged = {**read.starts}
+        for shard, start in starts.items():
+            merged[shard] = max(start, read.start(shard))
+        try:
+            self._client.put_item(
+                TableName=self._events_table,
+                Item={
+                    "event_id": {"S": CHECKPOINT_EVENT_ID},
+                    CHECKPOINTS_ATTRIBUTE: {"M": {shard: {"N": str(start)} for shard, start in sorted(merged.items())}},
+                    CHECKPOINT_REVISION_ATTRIBUTE: {"N": str(read.revision + 1)},
+                },
+                ConditionExpression=CHECKPOINTS_UNCHANGED,
+                ExpressionAttributeNames={"#revision": CHECKPOINT_REVISION_ATTRIBUTE},
+                ExpressionAttributeValues={":revision": {"N": str(read.revision)}},
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                return False
+            raise StoreUnavailableError(f"DynamoDB failed the write of the reconciler's checkpoints: {exc}") from exc
+        except BotoCoreError as exc:
+            raise StoreUnavailableError(f"DynamoDB failed the write of the reconciler's checkpoints: {exc}") from exc
+        return True
 
     def _batch_get(
         self,

@@ -3,8 +3,9 @@
 The two tables:
 
 * ``processed_events`` (key ``event_id``): ``status`` (``pending`` | ``sent``), ``order_id``,
-  ``payload_sha256``, ``created_at``; while pending ``pending_shard`` (the sparse index of
-  :mod:`order_consumer.contract.pending_index`); once notified ``sent_at`` and ``ttl`` (sent time plus
+  ``payload_sha256``, ``created_at`` and ``pending_shard`` (the index of
+  :mod:`order_consumer.contract.pending_index`: written with the record, never changed, so the index
+  is written once per order); once notified ``sent_at`` and ``ttl`` (sent time plus
   ``RECORD_TTL_SECONDS``), so a pending record never expires. Records stored by earlier versions
   with a ``ttl`` while pending are marked the same way (the mark sets a new ``ttl``).
 * ``order_records`` (key ``order_id``): the order's fields plus ``event_id`` and ``payload_sha256``.
@@ -58,24 +59,26 @@ ORDER_IS_NEW = "attribute_not_exists(order_id)"
 # already marked it (or the record is gone), never that a notification is lost.
 EVENT_IS_PENDING_WITH_THIS_CONTENT = f"#status = :pending AND {PAYLOAD_SHA256_ATTRIBUTE} = :sha"
 # The sent mark, one PartiQL statement per record (``{table}``: the processed_events table): status,
-# sent time and expiry set, the record leaves the pending index; its WHERE is
+# sent time and expiry set, nothing else. It names neither of the index's keys (nor could the keys-only
+# index project what it sets), so it never writes the index: the entry stays until TTL deletes the
+# record, and the reconciler passes it behind its checkpoint. Its WHERE is
 # EVENT_IS_PENDING_WITH_THIS_CONTENT on the record's key (an UPDATE whose WHERE fails is that
 # statement's ConditionalCheckFailed; it never creates an item, and a missing one is never pending).
 # Every value is a parameter; the only text put in is the table's name, from the function's own
 # configuration (DynamoDB table names are [A-Za-z0-9_.-], nothing a double quote could end).
 MARK_SENT_STATEMENT = (
     f'UPDATE "{{table}}" SET "{STATUS_ATTRIBUTE}" = ?, {SENT_AT_ATTRIBUTE} = ?, "{TTL_ATTRIBUTE}" = ? '  # noqa: S608
-    f"REMOVE {PENDING_SHARD_ATTRIBUTE} "
     f'WHERE {EVENT_ID_ATTRIBUTE} = ? AND "{STATUS_ATTRIBUTE}" = ? AND {PAYLOAD_SHA256_ATTRIBUTE} = ?'
 )
 # A record an earlier version left pending under another key than today's (0.1.0 derived keys
-# without escaping): put it in the pending index and drop the ttl 0.1.0 gave it, so it is found by
-# the reconciler and `pending` and never expires while pending.
-ADOPT_PENDING = f"SET {PENDING_SHARD_ATTRIBUTE} = :shard REMOVE #ttl"
-# A record marked sent by a version that left it in the pending index (0.1.0 after a rollback):
-# out of the index, and an expiry if it has none (from now: later than its true sent time, never earlier).
-SENT_STILL_INDEXED = f"#status = :sent AND attribute_exists({PENDING_SHARD_ATTRIBUTE})"
-RELEASE_SENT = f"SET #ttl = if_not_exists(#ttl, :ttl) REMOVE {PENDING_SHARD_ATTRIBUTE}"
+# without escaping): put it in the pending index as created now (a ``created_at`` of its own time
+# could be behind the reconciler's checkpoint for its shard, where no run reads again) and drop the
+# ttl 0.1.0 gave it, so it is found by the reconciler and never expires while pending.
+ADOPT_PENDING = f"SET {PENDING_SHARD_ATTRIBUTE} = :shard, {PENDING_SINCE_ATTRIBUTE} = :now REMOVE #ttl"
+# A record marked sent without an expiry (by 0.1.0 after a rollback): given one (from now: later
+# than its true sent time, never earlier). Only the ttl changes: no index write.
+SENT_WITHOUT_TTL = "#status = :sent AND attribute_not_exists(#ttl)"
+EXPIRE_SENT = "SET #ttl = :ttl"
 
 # The placeholders of the updates' reserved words. The attributes each update names are listed in
 # ``contract/names.py`` (``MARK_SENT_ATTRIBUTES``, ...), which the functions' IAM conditions allow.
@@ -239,7 +242,8 @@ class OrderStore:
 
     def adopt_pending(self, event_id: str, payload_sha256: str) -> bool:
         """Whether the record ``event_id`` is ``pending`` with this content; if so it is now in the
-        pending index and carries no ``ttl`` (a record another key's delivery found through its order row).
+        pending index as created now and carries no ``ttl`` (a record another key's delivery found
+        through its order row).
 
         Raises:
             StoreUnavailableError: the call failed; nothing is known.
@@ -255,6 +259,7 @@ class OrderStore:
                     ":pending": {"S": STATUS_PENDING},
                     ":sha": {"S": payload_sha256},
                     ":shard": {"S": pending_shard(event_id)},
+                    ":now": {"N": str(int(self._clock()))},
                 },
             )
         except ClientError as exc:
@@ -265,8 +270,8 @@ class OrderStore:
             raise StoreUnavailableError(f"DynamoDB unreachable: {exc}") from exc
         return True
 
-    def release_sent(self, event_id: str) -> bool:
-        """Take a ``sent`` record out of the pending index and give it a ``ttl`` if it has none.
+    def expire_sent(self, event_id: str) -> bool:
+        """Give a ``sent`` record without a ``ttl`` one (from now).
 
         Returns False when it was not such a record any more (nothing changed).
 
@@ -277,8 +282,8 @@ class OrderStore:
             self._client.update_item(
                 TableName=self._events_table,
                 Key={EVENT_ID_ATTRIBUTE: {"S": event_id}},
-                UpdateExpression=RELEASE_SENT,
-                ConditionExpression=SENT_STILL_INDEXED,
+                UpdateExpression=EXPIRE_SENT,
+                ConditionExpression=SENT_WITHOUT_TTL,
                 ExpressionAttributeNames=_RESERVED,
                 ExpressionAttributeValues={
                     ":sent": {"S": STATUS_SENT},
@@ -288,7 +293,7 @@ class OrderStore:
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
                 return False
-            raise _translate(exc, "the release of a sent record from the pending index") from exc
+            raise _translate(exc, "the expiry of a sent record without a ttl") from exc
         except BotoCoreError as exc:
             raise StoreUnavailableError(f"DynamoDB unreachable: {exc}") from exc
         return True

@@ -1,6 +1,7 @@
 """Idempotency keys and payload fingerprints: the one place producer and consumer derive them.
 
-The idempotency key (stored as ``event_id``) is never the SQS message id. It is resolved in order:
+The idempotency key (stored as ``event_id``) is never the SQS message id, nor the reserved
+:data:`~order_consumer.contract.pending_index.CHECKPOINT_EVENT_ID`. It is resolved in order:
 
 1. the body field ``event_id``;
 2. the message attribute ``idempotency_key``;
@@ -25,6 +26,7 @@ from typing import Any
 
 from .canonical_json import canonical_json
 from .errors import IdempotencyKeyMismatchError, InvalidMessageError, MissingIdentityFieldError
+from .pending_index import CHECKPOINT_EVENT_ID
 from .unicode_text import check_identifier, check_text
 
 EVENT_ID_FIELD = "event_id"
@@ -100,6 +102,9 @@ def _check_key(name: str, key: object) -> str:
     check_identifier(key, name)
     if len(key.encode("utf-8")) > MAX_EVENT_ID_BYTES:
         raise InvalidMessageError(f"{name} is longer than {MAX_EVENT_ID_BYTES} bytes")
+    if key == CHECKPOINT_EVENT_ID:
+        # The reconciler's checkpoints live under this key in processed_events: never an order's.
+        raise InvalidMessageError(f"{name} {key!r} is reserved for the reconciler's checkpoints; use another key")
     return key
 
 

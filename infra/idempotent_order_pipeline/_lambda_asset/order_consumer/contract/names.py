@@ -55,21 +55,21 @@ MARK_SENT_ATTRIBUTES = (
     PAYLOAD_SHA256_ATTRIBUTE,
     SENT_AT_ATTRIBUTE,
     TTL_ATTRIBUTE,
-    PENDING_SHARD_ATTRIBUTE,
 )
-#: A pending record of an earlier version put into the pending index (``OrderStore.adopt_pending``; consumer).
+#: A pending record of an earlier version put into the pending index, as created now
+#: (``OrderStore.adopt_pending``; consumer).
 ADOPT_PENDING_ATTRIBUTES = (
     EVENT_ID_ATTRIBUTE,
     STATUS_ATTRIBUTE,
     PAYLOAD_SHA256_ATTRIBUTE,
     TTL_ATTRIBUTE,
     PENDING_SHARD_ATTRIBUTE,
+    PENDING_SINCE_ATTRIBUTE,
 )
-#: A sent record still in the pending index released from it (``OrderStore.release_sent``; reconciler).
-RELEASE_SENT_ATTRIBUTES = (EVENT_ID_ATTRIBUTE, STATUS_ATTRIBUTE, TTL_ATTRIBUTE, PENDING_SHARD_ATTRIBUTE)
+#: A sent record without a ``ttl`` given one (``OrderStore.expire_sent``; reconciler).
+EXPIRE_SENT_ATTRIBUTES = (EVENT_ID_ATTRIBUTE, STATUS_ATTRIBUTE, TTL_ATTRIBUTE)
 #: The keys of the table and of the pending index: the IAM guide asks a ``dynamodb:Attributes``
-#: condition to name every primary key and index key attribute, and these updates add and remove
-#: index entries.
+#: condition to name every primary key and index key attribute, and the adoption adds index entries.
 KEY_ATTRIBUTES = (EVENT_ID_ATTRIBUTE, PENDING_SHARD_ATTRIBUTE, PENDING_SINCE_ATTRIBUTE)
 
 
@@ -82,8 +82,8 @@ def updated_attributes(*calls: tuple[str, ...]) -> tuple[str, ...]:
 MARK_STATEMENT_ATTRIBUTES = updated_attributes(MARK_SENT_ATTRIBUTES)
 #: The consumer's UpdateItems: the adoption of an earlier version's pending record.
 CONSUMER_UPDATE_ATTRIBUTES = updated_attributes(ADOPT_PENDING_ATTRIBUTES)
-#: The reconciler's UpdateItems: the release of a sent record still indexed.
-RECONCILER_UPDATE_ATTRIBUTES = updated_attributes(RELEASE_SENT_ATTRIBUTES)
+#: The reconciler's UpdateItems: a ``ttl`` for a sent record without one.
+RECONCILER_UPDATE_ATTRIBUTES = updated_attributes(EXPIRE_SENT_ATTRIBUTES)
 
 # --- the functions: their entry points and environment, set by the construct ------------------------
 

@@ -1,10 +1,11 @@
-"""A record marked ``sent`` that is still in the pending index (0.1.0's mark, after a rollback) is
-released by the reconciler: out of the index, a ``ttl`` if it had none, never notified again; a
-pending record is never released. And the index's reads of a sparse BatchGetItem answer."""
+"""A record marked ``sent`` without a ``ttl`` (0.1.0's mark, after a rollback) is given one by the
+reconciler when it reads the entry, and never notified again; its index entry stays (no index
+write); a pending record is never given one. And the index's reads of a sparse BatchGetItem answer."""
 
 from __future__ import annotations
 
 import time
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -18,8 +19,8 @@ from tests.reconciler.harness import TTL_SECONDS, ReconcilerWorld, order
 NOW = 1_800_000_000.0
 
 
-def mark_sent_keeping_the_index(world: ReconcilerWorld, event_id: str, ttl: int | None = None) -> None:
-    """0.1.0's mark: ``status = sent`` (and maybe a ttl), the ``pending_shard`` left in place."""
+def mark_sent_as_0_1_0(world: ReconcilerWorld, event_id: str, ttl: int | None = None) -> None:
+    """0.1.0's mark: ``status = sent`` (and maybe a ttl), nothing else."""
     update = "SET #status = :sent" + (", #ttl = :ttl" if ttl is not None else "")
     values = {":sent": {"S": "sent"}} | ({":ttl": {"N": str(ttl)}} if ttl is not None else {})
     world.dynamodb.update_item(
@@ -31,51 +32,48 @@ def mark_sent_keeping_the_index(world: ReconcilerWorld, event_id: str, ttl: int 
     )
 
 
-def test_sent_records_still_indexed_are_released_with_a_ttl_and_not_notified(world: ReconcilerWorld) -> None:
-    # GIVEN two old records marked sent by a release that left them in the pending index, one with
-    # a ttl already, and one record truly pending
+def test_sent_records_without_a_ttl_are_given_one_and_not_notified(world: ReconcilerWorld) -> None:
+    # GIVEN two old records marked sent by 0.1.0, one with a ttl already, and one record truly pending
     without_ttl, with_ttl, pending = world.pend([order(1), order(2), order(3)], created_at=NOW - 7200)
-    mark_sent_keeping_the_index(world, without_ttl)
-    mark_sent_keeping_the_index(world, with_ttl, ttl=123)
-    assert world.pending_in_index() == {without_ttl, with_ttl, pending}
+    mark_sent_as_0_1_0(world, without_ttl)
+    mark_sent_as_0_1_0(world, with_ttl, ttl=123)
 
     # WHEN the reconciler runs
     before = int(time.time())
     report = world.reconciler(reconcile_after_seconds=900, clock=lambda: NOW).run()
     after = int(time.time())
 
-    # THEN the two sent records are released from the index and counted, only the pending one notified
-    assert report.released == 2
+    # THEN the one without a ttl is counted and given the store's ttl from now, the other keeps its
+    # own, only the pending one is notified, and every entry stays in the index (no index write)
+    assert report.expired == 1
     assert report.reconciled == 1
     assert report.errors == []
-    assert world.pending_in_index() == set()
     assert world.notified() == {pending: 1}
-    # AND the one without a ttl got the store's ttl from now, the other kept its own
     records = world.records()
     assert before + TTL_SECONDS <= records[without_ttl]["ttl"] <= after + TTL_SECONDS
     assert records[with_ttl]["ttl"] == 123
-    assert {records[event_id]["status"] for event_id in (without_ttl, with_ttl)} == {"sent"}
+    assert {records[event_id]["status"] for event_id in (without_ttl, with_ttl, pending)} == {"sent"}
+    assert world.pending_in_index() == {without_ttl, with_ttl, pending}
 
 
-def test_a_release_that_fails_is_reported_and_left_indexed_for_the_next_run(world: ReconcilerWorld) -> None:
-    # GIVEN a sent record still indexed, and DynamoDB throttling its release
+def test_an_expiry_that_fails_is_reported_and_the_record_left_as_it_was(world: ReconcilerWorld) -> None:
+    # GIVEN a sent record without a ttl, and DynamoDB throttling its expiry
     [event_id] = world.pend([order(1)], created_at=NOW - 7200)
-    mark_sent_keeping_the_index(world, event_id)
+    mark_sent_as_0_1_0(world, event_id)
     world.board.arm(ArmedFault(client_error("UpdateItem", "ThrottlingException", "slow down"), "update_item"))
 
     # WHEN the reconciler runs
     report = world.reconciler(reconcile_after_seconds=900, clock=lambda: NOW).run()
 
-    # THEN nothing is counted released, the error names the action, and the record stays indexed
-    assert report.released == 0
+    # THEN nothing is counted, the error names the action, and the record keeps no ttl
+    assert report.expired == 0
     assert report.errors == [
-        "DynamoDB failed the release of a sent record from the pending index: ThrottlingException: slow down"
+        "DynamoDB failed the expiry of a sent record without a ttl: ThrottlingException: slow down"
     ]
-    assert world.pending_in_index() == {event_id}
     assert "ttl" not in world.records()[event_id]
 
 
-def test_a_release_never_takes_a_pending_record_out_of_the_index(world: ReconcilerWorld) -> None:
+def test_an_expiry_never_touches_a_pending_record(world: ReconcilerWorld) -> None:
     # GIVEN a record still pending (not notified yet)
     [event_id] = world.pend([order(1)], created_at=NOW - 7200)
     store = OrderStore(
@@ -84,10 +82,10 @@ def test_a_release_never_takes_a_pending_record_out_of_the_index(world: Reconcil
         order_records_table=world.orders_table,
         record_ttl_seconds=TTL_SECONDS,
     )
-    # WHEN a release is attempted on it (a run that read it as sent before a redelivery changed it)
-    released = store.release_sent(event_id)
+    # WHEN an expiry is attempted on it (a run that read it as sent before a redelivery changed it)
+    expired = store.expire_sent(event_id)
     # THEN nothing changed: it stays pending, indexed, without a ttl
-    assert released is False
+    assert expired is False
     assert world.pending_in_index() == {event_id}
     assert world.records()[event_id]["status"] == "pending"
     assert "ttl" not in world.records()[event_id]
@@ -159,7 +157,7 @@ def test_a_failed_index_query_is_a_store_failure_naming_the_shard() -> None:
     index = PendingIndex(client=FailingQueries(), processed_events_table="events", order_records_table="orders")  # type: ignore[arg-type]
     # WHEN a shard's page is read
     with pytest.raises(StoreUnavailableError) as raised:
-        index.page("7", created_before=NOW)
+        index.page("7", created_from=Decimal(0), created_to=Decimal(NOW))
     # THEN the error names the query, the shard and DynamoDB's answer
     assert str(raised.value) == (
         "DynamoDB failed the pending-index query of shard 7: An error occurred (ThrottlingException) when calling"
