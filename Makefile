@@ -66,9 +66,10 @@ MIN_TEST_ARGS ?= tests/infra --ignore=tests/infra/test_snapshots.py --ignore=tes
 NODE_MIN := 22
 NODE ?= $(BIN)/node
 PYTEST_ARGS ?=
-# pytest workers of make test (its slow and end-to-end tests wait on processes, deploys and deadlines
-# much of the time); make test-fast runs 2.
-TEST_WORKERS ?= 2
+# pytest workers of make test: 3 on 2 cores, as its slow and end-to-end tests wait on processes, deploys
+# and deadlines much of the time (from a fresh clone, 2 workers took 775 s in all, 600 s of tests);
+# make test-fast, CPU-bound, runs 2.
+TEST_WORKERS ?= 3
 
 .PHONY: help
 help: ## List the targets

@@ -58,6 +58,23 @@ _create_loader = botocore.session.create_loader
 botocore.session.create_loader = _shared_loader  # type: ignore[assignment]
 
 
+#: The order the tiers start in: the longest first, so that two workers end together (whole files go
+#: to a worker in collection order). The walk-through alone runs 2-3 minutes: it starts first.
+_LONGEST_FILE = "tests/test_adoption_guide.py"
+_TIER_ORDER = ("e2e", "slow")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The walk-through first, then end-to-end tests, then slow ones, then the rest, each in collected order."""
+
+    def tier(item: pytest.Item) -> int:
+        if item.nodeid.startswith(_LONGEST_FILE):
+            return -1
+        return next((rank for rank, name in enumerate(_TIER_ORDER) if item.get_closest_marker(name)), len(_TIER_ORDER))
+
+    items.sort(key=tier)
+
+
 def pytest_sessionfinish(session: object, exitstatus: int) -> None:
     """One import root: the Lambda asset is loaded only as ``idempotent_order_pipeline._lambda_asset``.
 

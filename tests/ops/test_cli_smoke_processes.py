@@ -36,6 +36,17 @@ pytestmark = pytest.mark.slow
 PATIENCE_SECONDS = 60
 
 
+def _ctrl_c_as_in_a_terminal() -> None:
+    """In the child: SIGINT delivered and at its default, as a shell starts a command.
+
+    A child inherits an ignored or blocked SIGINT from the process that starts it: the full suite's
+    worker can hand one down (seen twice in `make test`, never with this file alone), and the run
+    then never sees the test's Ctrl-C.
+    """
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @dataclass
 class Local:
     world: OpsWorld
@@ -67,6 +78,7 @@ class Local:
             stderr=subprocess.PIPE,
             text=True,
             env=environment,
+            preexec_fn=_ctrl_c_as_in_a_terminal,  # two signal calls in the child, nothing that takes a lock
         )
 
     def smoke_queues(self) -> list[str]:

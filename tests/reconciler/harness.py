@@ -191,15 +191,19 @@ class ReconcilerWorld:
         finally:
             consumer_handler.configure()
 
-    def deliver_expecting_a_park(self, body: dict[str, Any]) -> None:
-        """Run the consumer's handler on one message it must park in the DLQ (and acknowledge)."""
-        board = FaultBoard()
-        clients = Clients(
+    def _guarded(self, board: FaultBoard) -> Clients:
+        """The world's clients, each call passing ``board`` (its lock keeps the consumer's threads off
+        moto's DynamoDB at the same time: see tests.consumer.harness)."""
+        return Clients(
             dynamodb=GuardedClient(self.dynamodb, board),  # type: ignore[arg-type]
             sns=GuardedClient(self.sns, board),  # type: ignore[arg-type]
             sqs=GuardedClient(self.sqs, board),  # type: ignore[arg-type]
         )
-        consumer_handler.configure(clients, self.env)
+
+    def deliver_expecting_a_park(self, body: dict[str, Any]) -> None:
+        """Run the consumer's handler on one message it must park in the DLQ (and acknowledge)."""
+        board = FaultBoard()
+        consumer_handler.configure(self._guarded(board), self.env)
         try:
             response = consumer_handler.handler({"Records": [sqs_record(body)]}, FakeContext())
         finally:
@@ -213,12 +217,7 @@ class ReconcilerWorld:
         # Guarded (with no fault armed) for the board's lock: the consumer's threads must not call
         # moto's DynamoDB at the same time (see tests.consumer.harness).
         board = FaultBoard()
-        clients = Clients(
-            dynamodb=GuardedClient(self.dynamodb, board),  # type: ignore[arg-type]
-            sns=GuardedClient(self.sns, board),  # type: ignore[arg-type]
-            sqs=GuardedClient(self.sqs, board),  # type: ignore[arg-type]
-        )
-        consumer_handler.configure(clients, self.env)
+        consumer_handler.configure(self._guarded(board), self.env)
         try:
             response = consumer_handler.handler({"Records": [sqs_record(body) for body in orders]}, FakeContext())
         finally:
