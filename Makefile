@@ -68,7 +68,8 @@ NODE ?= $(BIN)/node
 PYTEST_ARGS ?=
 # pytest workers of make test: 3 on 2 cores, as its slow and end-to-end tests wait on processes, deploys
 # and deadlines much of the time (from a fresh clone, 2 workers took 775 s in all, 600 s of tests);
-# make test-fast, CPU-bound, runs 2.
+# make test-fast, CPU-bound, runs 2. Files go to workers in collection order (--no-loadscope-reorder:
+# xdist would start the files with the most tests first), which tests/conftest.py sets longest first.
 TEST_WORKERS ?= 3
 
 .PHONY: help
@@ -136,7 +137,7 @@ lint: $(STAMP) check-node ## ruff + mypy (the library, then the Lambda asset and
 test: ## Lint, the data-loss gate, the function tests on python3.14, then every test (fast, slow and end-to-end), on 2 workers
 	$(MAKE) --no-print-directory -j3 --output-sync=target $(STAMP) $(CHECKOV_STAMP) $(PARLIAMENT_STAMP) runtime-prepare
 	$(MAKE) --no-print-directory -j2 --output-sync=target lint diff test-runtime-fast
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 # BASE: the git ref the change merges into (default: the merge-base of HEAD and main). The gate
 # runs `order-pipeline upgrade-check` on each stage's synthesized template against that ref's snapshot.
