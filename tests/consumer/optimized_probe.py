@@ -63,19 +63,10 @@ def _subscriber(dynamodb: Any) -> dict[str, Any]:
     return {"failures": response["batchItemFailures"], "counters": dict(world.counters())}
 
 
-#: As tests/conftest.py sets them: dummy credentials, a fixed region, Powertools' names.
-ENVIRONMENT = {
-    "AWS_ACCESS_KEY_ID": "testing",
-    "AWS_SECRET_ACCESS_KEY": "testing",
-    "AWS_SESSION_TOKEN": "testing",
-    "AWS_DEFAULT_REGION": "eu-west-1",
-    "POWERTOOLS_SERVICE_NAME": "order-consumer",
-    "POWERTOOLS_METRICS_NAMESPACE": "IdempotentOrderPipelineTests",
-}
-
-
 def main() -> None:
-    os.environ.update(ENVIRONMENT)
+    from tests.environment import TEST_ENVIRONMENT  # the repository root is on PYTHONPATH
+
+    os.environ.update(TEST_ENVIRONMENT)
     for name in ("AWS_PROFILE", "AWS_ENDPOINT_URL"):
         os.environ.pop(name, None)
     warnings.filterwarnings("error", category=DeprecationWarning, module=OWN_MODULES)

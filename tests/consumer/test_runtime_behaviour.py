@@ -46,6 +46,7 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.contract.order_schem
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_index import pending_shard
 from idempotent_order_pipeline._lambda_asset.order_consumer.pipeline import Outcome
 from tests.consumer.harness import Crash, World, sqs_record
+from tests.json_depth import parses_here
 
 # --- json: the canonical bytes ------------------------------------------------------------------------
 
@@ -162,21 +163,12 @@ def test_the_largest_integer_dynamodb_stores_is_recorded_exactly(world: World) -
     assert row["amount"] == {"N": largest}
 
 
-def _parses_here(text: str) -> bool:
-    """Whether this interpreter's json.loads reads ``text`` (the depth it reaches depends on the version)."""
-    try:
-        json.loads(text)
-    except (ValueError, RecursionError):
-        return False
-    return True
-
-
 @pytest.mark.parametrize("levels", [5_000, 120_000])
 def test_nesting_json_reads_on_one_version_and_not_another_is_parked_alike(world: World, levels: int) -> None:
     # GIVEN an order nested thousands of levels deep (3.11's json refuses 5,000 levels, 3.14's reads
     # them; neither reads 120,000)
     body = '{"order_id": "o-deep", "x": ' + "[" * levels + "]" * levels + "}"
-    readable = _parses_here(body)
+    readable = parses_here(body)
     # WHEN the handler processes it
     response = world.invoke([sqs_record(body)])
     # THEN it is parked at once as INVALID_MESSAGE on every version, for the reason this json gives

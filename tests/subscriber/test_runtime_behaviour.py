@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from idempotent_order_pipeline._subscriber_layer.python.idempotent_subscriber import NotANotification, parse
+from tests.json_depth import parses_here
 from tests.subscriber.harness import SubscriberWorld, notification_record
 
 #: Python's default limit on the digits int() converts from a string (3.11+; PYTHONINTMAXSTRDIGITS).
@@ -60,15 +61,6 @@ def test_an_integer_past_the_int_conversion_limit_is_not_a_notification() -> Non
         parse(record)
 
 
-def _parses_here(text: str) -> bool:
-    """Whether this interpreter's json.loads reads ``text`` (the depth it reaches depends on the version)."""
-    try:
-        json.loads(text)
-    except (ValueError, RecursionError):
-        return False
-    return True
-
-
 @pytest.mark.usefixtures("default_int_limit")
 @pytest.mark.parametrize("raw", [True, False], ids=["raw-delivery", "sns-envelope"])
 @pytest.mark.parametrize("hostile", HOSTILE)
@@ -86,7 +78,7 @@ def test_a_body_json_cannot_parse_on_this_python_is_left_alone_to_the_dead_lette
         {"messageId": "m-hostile", "body": body, "messageAttributes": {}},
         notification_record("event-1", "order-1"),
     ]
-    readable = _parses_here(hostile)
+    readable = parses_here(hostile)
     # WHEN the batch is handled
     response = world.counting()({"Records": records})
     # THEN the others take effect once; the hostile record, when this json cannot read it, is the only
