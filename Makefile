@@ -174,8 +174,12 @@ test-runtime: $(STAMP) ## The consumer, reconciler and subscriber-layer tests on
 runtime-prepare: ## Build (or find) the runtime's python3.14 and its venv only (standard library: needs no dev venv)
 	$(PYTHON) tools/runtime_python.py --prepare $(RUNTIME_ARGS)
 
+.PHONY: bytecode
+bytecode: ## Rewrite the python3.14 bytecode the consumer's asset and the subscriber's layer ship (after editing them; commit it)
+	$(PYTHON) tools/runtime_python.py --write-bytecode $(RUNTIME_ARGS)
+
 .PHONY: test-runtime-fast
-test-runtime-fast: $(STAMP) ## The compile check and the fast function tests on python3.14 (make test runs this)
+test-runtime-fast: $(STAMP) ## The compile and shipped-bytecode checks and the fast function tests on python3.14 (make test runs this)
 	$(BIN)/python tools/runtime_python.py --fast $(RUNTIME_ARGS)
 
 .PHONY: mutation

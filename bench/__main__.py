@@ -40,7 +40,7 @@ from bench.run import (
 )
 
 FULL = {"batches": 30, "zero_latency_batches": 10, "import_samples": 15, "rounds": 15, "profile_batches": 5}
-QUICK = {"batches": 3, "zero_latency_batches": 1, "import_samples": 2, "rounds": 2, "profile_batches": 2}
+QUICK = {"batches": 3, "zero_latency_batches": 1, "import_samples": 8, "rounds": 2, "profile_batches": 2}
 #: Scheduled reconciler runs measured (at the latency, then at 0 ms), full and quick.
 RECONCILER_RUNS = {"full": 5, "quick": 1}
 

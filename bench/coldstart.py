@@ -11,10 +11,12 @@ called), and times with ``time.perf_counter``
 
 Import plus clients is the cold-start figure. Each figure is the minimum of the samples (the least
 disturbed by other work on the machine); the CPU time is kept too, as a check that is less
-sensitive to that other work. Library code is
-imported with the ``.pyc`` files its installer compiled; this repo's code without (``PYTHONDONTWRITEBYTECODE``,
-and Lambda's code directory is read-only, so the product compiles its sources at every cold start
-unless the asset ships ``.pyc`` files).
+sensitive to that other work. Library code (boto3, Powertools) is imported with the ``.pyc`` files its
+installer compiled. Lambda's code directory is read-only and nothing is written there
+(``PYTHONDONTWRITEBYTECODE``): a peer's handler, deployed as a plain CDK asset, compiles at every cold
+start; the product's asset ships checked-hash bytecode for the runtime's Python (python3.14,
+:mod:`idempotent_order_pipeline.bytecode`), and on another Python the staged copy gets that Python's,
+made the same way (:func:`staged`).
 """
 
 from __future__ import annotations
@@ -93,15 +95,23 @@ _PROBE_PACKAGES = ("bench",)
 
 
 def staged(source_roots: list[Path], folder: Path) -> list[Path]:
-    """Copies of the roots without bytecode, as Lambda's code directory has none unless the asset ships it.
+    """Copies of the roots as Lambda's code directory holds them.
 
-    The first root (the handler's, ``/var/task``) whole; of each other root only :data:`_PROBE_PACKAGES`.
-    The tests write ``__pycache__`` beside the sources, which an import of the sources themselves would
-    read.
+    The first root (the product's asset, ``/var/task``) as the asset ships it (its own rule,
+    :func:`idempotent_order_pipeline.asset.copy_ignore`): sources and the runtime's checked-hash bytecode.
+    When this Python is not the runtime's, that bytecode cannot load here; the copy gets this Python's,
+    written by the same tool in the same mode, so that the import does the work it does in Lambda (hash
+    the source, load the bytecode) instead of compiling. Of each other root only :data:`_PROBE_PACKAGES`,
+    without bytecode (a peer's handler is a plain asset). The tests write ``__pycache__`` beside the
+    sources, which an import of the sources themselves would read.
     """
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    from idempotent_order_pipeline import asset, bytecode
+
     task = folder / "task"
-    shutil.copytree(source_roots[0], task, ignore=ignore)
+    shutil.copytree(source_roots[0], task, ignore=asset.copy_ignore)
+    if sys.implementation.cache_tag != asset.RUNTIME_BYTECODE_TAG:
+        bytecode.write([task])
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     roots = [task]
     for index, root in enumerate(source_roots[1:]):
         copy = folder / f"root-{index}"

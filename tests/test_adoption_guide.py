@@ -26,7 +26,6 @@ import os
 import random
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 import time
@@ -37,12 +36,12 @@ import boto3
 import pytest
 
 import idempotent_order_pipeline
+from tests.sources import copy_sources
 
 pytestmark = pytest.mark.e2e
 
 REPO = Path(__file__).resolve().parents[1]
 PAGE = REPO / "docs" / "adopting.md"
-SOURCES = ("pyproject.toml", "README.md", "LICENSE", "CHANGELOG.md", "MANIFEST.in", "infra")
 STEP_TIMEOUT_SECONDS = 900
 #: The acceptance run's orders, and how long they may take from the first send to the last shipment.
 ACCEPTANCE_ORDERS = 200
@@ -57,14 +56,7 @@ def page_blocks() -> list[str]:
 
 
 def build_wheel(tmp_path: Path) -> Path:
-    source = tmp_path / "source"
-    for name in SOURCES:
-        if (REPO / name).is_dir():
-            ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
-            shutil.copytree(REPO / name, source / name, ignore=ignore)
-        else:
-            (source / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(REPO / name, source / name)
+    source = copy_sources(tmp_path / "source")
     out = tmp_path / "dist"
     subprocess.run(  # noqa: S603  (our interpreter, our temporary paths)
         [sys.executable, "-m", "build", "--no-isolation", "--wheel", "--outdir", str(out), str(source)],

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import sys
 import tarfile
@@ -16,10 +15,10 @@ from packaging.version import Version
 
 import idempotent_order_pipeline
 from tests.compat.released import RELEASE_COMMITS
+from tests.sources import copy_sources
 
 REPO = Path(__file__).resolve().parents[1]
 #: What the distribution is built from.
-SOURCES = ("pyproject.toml", "README.md", "LICENSE", "CHANGELOG.md", "MANIFEST.in", "infra")
 #: Keep a Changelog's kinds of change.
 CHANGE_KINDS = {"Added", "Changed", "Deprecated", "Removed", "Fixed", "Security"}
 
@@ -27,13 +26,7 @@ CHANGE_KINDS = {"Added", "Changed", "Deprecated", "Removed", "Fixed", "Security"
 @pytest.fixture(scope="module")
 def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``python -m build`` (sdist, then the wheel from it) on a copy of the sources, offline."""
-    source = tmp_path_factory.mktemp("source")
-    for name in SOURCES:
-        if (REPO / name).is_dir():
-            ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
-            shutil.copytree(REPO / name, source / name, ignore=ignore)
-        else:
-            shutil.copy2(REPO / name, source / name)
+    source = copy_sources(tmp_path_factory.mktemp("source"))
     out = tmp_path_factory.mktemp("dist")
     completed = subprocess.run(  # noqa: S603  (our interpreter, our temporary paths)
         [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(source)],

@@ -1,7 +1,9 @@
 """The functions' own Python, python3.14 (``aws_lambda.Runtime.PYTHON_3_14``), on a machine that runs 3.11.
 
 ``make test-runtime`` (and ``make test``, with ``--fast``) run this: compile every module the functions
-load on every interpreter found, then run the function tests on the runtime's interpreter. The
+load on every interpreter found, check that the bytecode the assets ship is python3.14's and fresh
+(``idempotent_order_pipeline/bytecode.py``; ``make bytecode`` rewrites it), then run the function tests on the runtime's
+interpreter. The
 interpreter comes from, first found:
 
 * ``RUNTIME_PYTHON=/path/to/python3.14``, given by hand (a venv is made from it);
@@ -40,6 +42,8 @@ SHIPPED_ROOTS = (
     "infra/idempotent_order_pipeline/_lambda_asset",
     "infra/idempotent_order_pipeline/_subscriber_layer/python",
 )
+#: Writes and checks the bytecode the shipped roots carry (standard library only, run as a script).
+BYTECODE_TOOL = "infra/idempotent_order_pipeline/bytecode.py"
 #: The function tests: the consumer, the reconciler and the subscriber's helper.
 FUNCTION_TESTS = ("tests/consumer", "tests/reconciler", "tests/subscriber", "tests/test_function_source.py")
 #: The fast tier of the same tests (make test): no process-spawning or long tests.
@@ -250,6 +254,13 @@ def compile_everywhere(interpreters: list[Interpreter], modules: list[str], sour
     return ok
 
 
+def bytecode(interpreter: Interpreter, action: str) -> int:
+    """:mod:`idempotent_order_pipeline.bytecode` on ``interpreter``: ``write`` or ``check`` the shipped roots."""
+    print(f"runtime: {action} the shipped bytecode on {interpreter.name}")
+    roots = [f"{interpreter.root}/{root}" for root in SHIPPED_ROOTS]
+    return interpreter.run([f"{interpreter.root}/{BYTECODE_TOOL}", action, *roots]).returncode
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--fast", action="store_true", help="the fast tier of the function tests (make test)")
@@ -260,6 +271,11 @@ def main(argv: list[str] | None = None) -> int:
         help="only build (or find) the interpreter and its venv: standard library only, so make test runs it "
         "beside the dev venv's install",
     )
+    parser.add_argument(
+        "--write-bytecode",
+        action="store_true",
+        help="only (re)write the runtime's bytecode the assets ship (make bytecode): needs python3.14",
+    )
     parser.add_argument("pytest_args", nargs="*", help="after --: more pytest arguments")
     args = parser.parse_args(argv)
 
@@ -268,11 +284,19 @@ def main(argv: list[str] | None = None) -> int:
         with_venv(runtime)
         print(f"runtime: {runtime.name} ready, {'.'.join(map(str, runtime.version))}")
         return 0
+    if args.write_bytecode:
+        if runtime.version != RUNTIME_VERSION:
+            sys.exit(f"runtime: the shipped bytecode must be compiled by python3.14; found only {runtime.name}")
+        return bytecode(runtime, "write")
     if runtime.version != RUNTIME_VERSION:
         print(f"runtime: NO python3.14 here (no RUNTIME_PYTHON, no chroot); falling back to {runtime.name}")
     compiled_on = [runtime, *others]
     if not compile_everywhere(compiled_on, shipped_modules(), generated_sources()):
         return 1
+    if runtime.version == RUNTIME_VERSION and bytecode(runtime, "check") != 0:
+        return 1
+    if runtime.version != RUNTIME_VERSION:
+        print("runtime: the shipped python3.14 bytecode was NOT checked (no python3.14 here)")
     runtime = with_venv(runtime)
     selection = list(FAST_SELECTION) if args.fast else []
     tests = [f"{runtime.root}/{path}" for path in FUNCTION_TESTS]

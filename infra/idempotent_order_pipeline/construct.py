@@ -461,7 +461,7 @@ class IdempotentOrderPipeline(Construct):
         if self._props.order_schema is None:
             return asset.lambda_code()
         directory = order_schema.asset_directory(self._props.order_schema)
-        return aws_lambda.Code.from_asset(str(directory), exclude=list(asset.ASSET_EXCLUDES))
+        return asset.code_from(directory)
 
     def _queue_without_key(self) -> aws_sqs.IQueue:
         """The queue as the event source sees it: without its key, so that the event source's grant

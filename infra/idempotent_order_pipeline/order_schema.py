@@ -168,9 +168,7 @@ def asset_directory(schema: Mapping[str, Any], outdir: Path | None = None) -> Pa
     from idempotent_order_pipeline import asset  # the CDK's: at synth only (the producer imports this module)
 
     root = Path(tempfile.mkdtemp(prefix="order-pipeline-asset-", dir=outdir))
-    shutil.copytree(
-        asset.lambda_asset_path(), root, dirs_exist_ok=True, ignore=shutil.ignore_patterns(*asset.ASSET_EXCLUDES)
-    )
+    shutil.copytree(asset.lambda_asset_path(), root, dirs_exist_ok=True, ignore=asset.copy_ignore)
     package = root / "order_consumer"
     (package / f"{runtime.VALIDATOR_MODULE}.py").write_text(validator_code(schema), encoding="utf-8")
     return root

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import sysconfig
@@ -17,17 +16,16 @@ from pathlib import Path
 
 import pytest
 
-from idempotent_order_pipeline import compliance
+from idempotent_order_pipeline import bytecode, compliance
+from idempotent_order_pipeline.asset import RUNTIME_BYTECODE_TAG
 from idempotent_order_pipeline.keys import derive_event_id
 from idempotent_order_pipeline.subscriber import findings as subscriber_findings
-from tests.infra.synth import REPO
 from tests.infra.test_compliance import CHECKOV
+from tests.sources import copy_sources
 
 # Builds the wheel and installs it into throwaway virtualenvs.
 pytestmark = pytest.mark.slow
 
-# What the distribution is built from; everything else stays behind.
-DISTRIBUTION_SOURCES = ("pyproject.toml", "README.md", "LICENSE", "infra")
 THROWAWAY_APP = textwrap.dedent(
     """
     import json
@@ -68,16 +66,7 @@ def dependency_paths() -> str:
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The wheel built from a copy of the distribution's sources."""
-    source = tmp_path_factory.mktemp("source")
-    for name in DISTRIBUTION_SOURCES:
-        if (REPO / name).is_dir():
-            shutil.copytree(
-                REPO / name,
-                source / name,
-                ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info"),
-            )
-        elif (REPO / name).is_file():
-            shutil.copy2(REPO / name, source / name)
+    source = copy_sources(tmp_path_factory.mktemp("source"))
     out = tmp_path_factory.mktemp("dist")
     subprocess.run(  # noqa: S603  (our interpreter, our temporary paths)
         [
@@ -188,7 +177,10 @@ def test_installed_wheel_synthesizes_beside_colliding_packages(wheel: Path, tmp_
     staged = outdir / f"asset.{asset_hash}"
     assert (staged / "order_consumer" / "handler.py").is_file()
     assert (staged / "order_consumer" / "contract" / "keys.py").is_file()
-    assert not list(staged.rglob("__pycache__"))
+    # AND it ships the runtime's bytecode the wheel carries beside each module, checked-hash, and no other
+    shipped = {p.parent / "__pycache__" / f"{p.stem}.{RUNTIME_BYTECODE_TAG}.pyc" for p in staged.rglob("*.py")}
+    assert set(staged.rglob("*.pyc")) == shipped
+    assert all(bytecode.usable(path) for path in shipped)
     # AND the operator CLI's script is installed and starts
     cli = subprocess.run(  # noqa: S603
         [venv / "bin" / "order-pipeline", "--help"], cwd=app_dir, env=environment, capture_output=True, text=True

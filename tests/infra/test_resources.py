@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import aws_cdk as cdk
 import pytest
+from aws_cdk import aws_lambda
 from aws_cdk.assertions import Match, Template
 
-from idempotent_order_pipeline import IdempotentOrderPipeline
+from idempotent_order_pipeline import IdempotentOrderPipeline, bytecode
+from idempotent_order_pipeline.asset import HANDLER, RUNTIME_BYTECODE_TAG, code_from, copy_ignore, lambda_asset_path
+from idempotent_order_pipeline.core.sqs_function import ARCHITECTURE, RUNTIME
 from tests.infra.synth import Synthesized, resources_of_type
 from tests.infra.synth import logical_id as stack_logical_id
 
@@ -420,7 +425,7 @@ def test_function_logs_to_its_own_log_group_with_retention(default_pipeline: Syn
     assert log_group["Properties"]["RetentionInDays"] == 30
 
 
-def test_function_code_is_the_lambdas_asset_without_bytecode(default_pipeline: Synthesized) -> None:
+def test_function_code_is_the_lambdas_asset_with_the_runtimes_bytecode_only(default_pipeline: Synthesized) -> None:
     # GIVEN the synthesized assets
     assets_file = default_pipeline.template_path.with_name(f"{default_pipeline.stack.artifact_id}.assets.json")
     assets = json.loads(assets_file.read_text())["files"]
@@ -429,10 +434,46 @@ def test_function_code_is_the_lambdas_asset_without_bytecode(default_pipeline: S
     # WHEN the function's asset directory is listed
     directory = default_pipeline.template_path.parent / assets[asset_hash]["source"]["path"]
     files = {path.relative_to(directory).as_posix() for path in directory.rglob("*") if path.is_file()}
-    # THEN it holds the handler and the shared package, and no caches or build metadata
-    assert "order_consumer/handler.py" in files
-    assert "order_consumer/contract/keys.py" in files
-    assert not [name for name in files if "__pycache__" in name or name.endswith(".pyc") or ".egg-info" in name]
+    sources = {name for name in files if name.endswith(".py")}
+    # THEN it holds the handler and the shared package, each module with its python3.14 bytecode, and no
+    # other bytecode or build metadata
+    assert {"order_consumer/handler.py", "order_consumer/contract/keys.py"} <= sources
+    expected_bytecode = {
+        f"{PurePosixPath(name).parent}/__pycache__/{PurePosixPath(name).stem}.{RUNTIME_BYTECODE_TAG}.pyc"
+        for name in sources
+    }
+    assert {name for name in files - sources if not name.endswith("py.typed")} == expected_bytecode
+    assert RUNTIME_BYTECODE_TAG == "cpython-314"
+    assert all(bytecode.usable(directory / name) for name in expected_bytecode)
+
+
+def test_asset_leaves_out_foreign_and_timestamp_bytecode(tmp_path: Path) -> None:
+    # GIVEN a copy of the asset root with bytecode of another Python beside a module, and one module's
+    # python3.14 bytecode rewritten in timestamp mode (as `pip install` on python3.14 writes it)
+    root = tmp_path / "asset"
+    shutil.copytree(lambda_asset_path(), root, ignore=copy_ignore)
+    cache = root / "order_consumer" / "__pycache__"
+    (cache / "handler.cpython-311.pyc").write_bytes(b"foreign")
+    rewritten = cache / f"budget.{RUNTIME_BYTECODE_TAG}.pyc"
+    data = bytearray(rewritten.read_bytes())
+    data[4:8] = (0).to_bytes(4, "little")  # PEP 552 flags: 0 is timestamp-based
+    rewritten.write_bytes(bytes(data))
+    # WHEN a function's code is made from it and synthesized
+    app = cdk.App(outdir=str(tmp_path / "out"))
+    stack = cdk.Stack(app, "Stack")
+    aws_lambda.Function(
+        stack, "Function", code=code_from(root), handler=HANDLER, runtime=RUNTIME, architecture=ARCHITECTURE
+    )
+    assembly = app.synth()
+    (staged,) = [p for p in Path(assembly.directory).iterdir() if p.name.startswith("asset.")]
+    files = {p.relative_to(staged).as_posix() for p in staged.rglob("*") if p.is_file()}
+    # THEN neither is shipped, the other modules' bytecode is, and a copy keeps the same files
+    assert "order_consumer/__pycache__/handler.cpython-311.pyc" not in files
+    assert f"order_consumer/__pycache__/budget.{RUNTIME_BYTECODE_TAG}.pyc" not in files
+    assert f"order_consumer/__pycache__/handler.{RUNTIME_BYTECODE_TAG}.pyc" in files
+    copy = tmp_path / "copy"
+    shutil.copytree(root, copy, ignore=copy_ignore)
+    assert {p.relative_to(copy).as_posix() for p in copy.rglob("*") if p.is_file()} == files
 
 
 def test_function_role_has_no_managed_policies(default_pipeline: Synthesized) -> None:

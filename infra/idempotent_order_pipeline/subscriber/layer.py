@@ -16,7 +16,7 @@ from pathlib import Path
 from aws_cdk import Stack, aws_lambda
 from constructs import Construct
 
-from idempotent_order_pipeline.asset import ASSET_EXCLUDES
+from idempotent_order_pipeline.asset import code_from
 from idempotent_order_pipeline.subscriber.props import LAYER_RUNTIMES
 
 #: The layer's asset root, in a source checkout and in an installed distribution alike.
@@ -34,7 +34,7 @@ def runtime_layer(scope: Construct) -> aws_lambda.ILayerVersion:
     return aws_lambda.LayerVersion(
         stack,
         LAYER_ID,
-        code=aws_lambda.Code.from_asset(str(LAYER_ROOT), exclude=list(ASSET_EXCLUDES)),
+        code=code_from(LAYER_ROOT),
         compatible_runtimes=list(LAYER_RUNTIMES),
         compatible_architectures=[aws_lambda.Architecture.ARM_64, aws_lambda.Architecture.X86_64],
         description="idempotent_subscriber: act once per order notification (claim, done mark, release).",
