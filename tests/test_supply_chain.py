@@ -72,14 +72,25 @@ def test_the_lock_pins_every_top_level_requirement_at_its_version_with_hashes(re
 
 
 def test_the_makefile_installs_every_virtualenv_from_its_lock_with_require_hashes() -> None:
-    # GIVEN the Makefile's pip installs
+    # GIVEN the Makefile's pip installs, its lock-install command spelled out
     makefile = (REPO / "Makefile").read_text()
-    installs = [line for line in makefile.splitlines() if "PIP_INSTALL)" in line or "pip install" in line]
+    (lock_install,) = re.findall(r"^LOCK_INSTALL = (.*)$", makefile, re.M)
+    lines = [line.replace("$(LOCK_INSTALL)", lock_install) for line in makefile.splitlines()]
+    installs = [line for line in lines if "PIP_INSTALL)" in line or "pip install" in line]
     requirement_installs = [line for line in installs if " -r " in line]
     # THEN each lock is installed with --require-hashes, and no requirements*.txt is installed directly
     for lock in set(LOCKS.values()) - {RUNTIME_LOCK}:
         assert [line for line in requirement_installs if f"-r {lock}" in line and "--require-hashes" in line], lock
     assert [line for line in requirement_installs if ".txt" in line] == []
+    # AND each lock install leaves compiling to compileall, on every core, in the same venv, right after it
+    compiled_after = [
+        lines[index + 1].strip().startswith(f"{line.split('/$(PIP_INSTALL)')[0].strip()}/$(COMPILE_ALL) ")
+        for index, line in enumerate(lines)
+        if "--no-compile" in line and "/$(PIP_INSTALL)" in line
+    ]
+    assert compiled_after == [True] * makefile.count("/$(LOCK_INSTALL) ")
+    assert len(compiled_after) >= len(set(LOCKS.values()) - {RUNTIME_LOCK})
+    assert re.search(r"^COMPILE_ALL = python -m compileall -q -j 0$", makefile, re.M)
 
 
 def test_the_runtime_venv_is_installed_from_its_lock_at_the_test_stacks_versions() -> None:
