@@ -76,6 +76,8 @@ PYTEST_ARGS ?=
 # make test-fast, CPU-bound, runs 2. Files go to workers in collection order (--no-loadscope-reorder:
 # xdist would start the files with the most tests first), which tests/conftest.py sets longest first.
 TEST_WORKERS ?= 3
+# When this make started (make test prints each phase's end against it).
+STARTED := $(shell date +%s)
 
 .PHONY: help
 help: ## List the targets
@@ -146,8 +148,11 @@ lint: $(STAMP) check-node ## ruff + mypy (the library, then the Lambda asset and
 # output kept together). Then every test on 2 workers.
 test: ## Lint, the data-loss gate, the function tests on python3.14, then every test (fast, slow and end-to-end), on 2 workers
 	$(MAKE) --no-print-directory -j3 --output-sync=target $(STAMP) $(CHECKOV_STAMP) $(PARLIAMENT_STAMP) runtime-prepare
+	@echo "make test: installs done at $$(( $$(date +%s) - $(STARTED) )) s"
 	$(MAKE) --no-print-directory -j2 --output-sync=target lint diff test-runtime-fast
+	@echo "make test: lint, gate and runtime tests done at $$(( $$(date +%s) - $(STARTED) )) s"
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
+	@echo "make test: every test done at $$(( $$(date +%s) - $(STARTED) )) s"
 
 # BASE: the git ref the change merges into (default: the merge-base of HEAD and main). The gate
 # runs `order-pipeline upgrade-check` on each stage's synthesized template against that ref's snapshot.

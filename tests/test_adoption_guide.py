@@ -26,6 +26,7 @@ import os
 import random
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -369,3 +370,6 @@ def test_use_it_in_your_own_app_works_as_written_from_the_wheel(tmp_path: Path) 
     finally:
         if cli.exists():
             subprocess.run([cli, "sandbox", "stop"], cwd=shop, env=env, capture_output=True, timeout=120)  # noqa: S603
+        # The team's venv (about 25,000 files) goes now, beside the other workers' tests, rather than at
+        # the start of a later pytest run (which keeps the last three runs' directories and deletes older ones).
+        shutil.rmtree(shop / ".venv", ignore_errors=True)

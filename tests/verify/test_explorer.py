@@ -43,6 +43,7 @@ def test_two_deliveries_with_a_crash_anywhere_hold_every_invariant(harness: Harn
     assert report.violation is None, report.violation.violation if report.violation else ""
 
 
+@pytest.mark.slow  # the deepest exploration of this file (about 8 s): make test runs it, make test-fast does not
 def test_a_redrive_racing_a_conflict_with_a_crash_anywhere_holds_every_invariant(harness: Harness) -> None:
     # GIVEN one event sent twice with conflicting content (its key in a packed idempotency_key), the
     # two deliveries and a redrive of whatever the DLQ holds, a crash allowed at any point
