@@ -66,6 +66,8 @@ def test_a_call_in_flight_at_the_deadline_is_abandoned_and_its_records_stay_pend
         report = world.reconciler(clock=lambda: NOW, min_remaining_ms=2 * MARGIN_MS, return_margin_ms=MARGIN_MS).run(
             remaining
         )
+        # (the run's threads, taken while its read is still held: once released, the worker may end at once)
+        workers = [thread for thread in threading.enumerate() if thread.name == "reconciler-run"]
     finally:
         release.set()
     # THEN the run returns at its margin, incomplete for the call in flight alone, its record counted as left
@@ -79,7 +81,7 @@ def test_a_call_in_flight_at_the_deadline_is_abandoned_and_its_records_stay_pend
     assert warning["level"] == "WARNING"
     # AND the abandoned work was the run's own named thread, which ends once its call answers, out of time:
     # it publishes nothing more
-    [worker] = [thread for thread in threading.enumerate() if thread.name == "reconciler-run"]
+    [worker] = workers
     worker.join(timeout=10)
     assert not worker.is_alive()
     assert world.notified() == {}
