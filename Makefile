@@ -78,6 +78,9 @@ PYTEST_ARGS ?=
 TEST_WORKERS ?= 3
 # When this make started (make test prints each phase's end against it).
 STARTED := $(shell date +%s)
+# Written by make test-runtime-fast when the functions' fast tests passed on python3.14: make test's
+# run on this venv's Python then leaves those tests out (tests/conftest.py); their slow tier runs there.
+RUNTIME_RAN := $(VENV)/.function-fast-tests-ran-on
 
 .PHONY: help
 help: ## List the targets
@@ -145,13 +148,16 @@ lint: $(STAMP) check-node ## ruff + mypy (the library, then the Lambda asset and
 # First the installs, which need nothing of each other (pip runs on one core and waits on the network,
 # debootstrap mostly waits): the dev venv, the tool venvs and the runtime's python3.14, three at a
 # time. Then the lint, the gate and the function tests on python3.14, two at a time (each target's
-# output kept together). Then every test on 2 workers.
-test: ## Lint, the data-loss gate, the function tests on python3.14, then every test (fast, slow and end-to-end), on 2 workers
+# output kept together). Then every other test on TEST_WORKERS workers: the functions' fast tests,
+# once they passed on python3.14, are not run again on this venv's Python (their slow tier is).
+test: ## Lint, the data-loss gate, the function tests on python3.14, then every other test (fast, slow and end-to-end)
 	$(MAKE) --no-print-directory -j3 --output-sync=target $(STAMP) $(CHECKOV_STAMP) $(PARLIAMENT_STAMP) runtime-prepare
 	@echo "make test: installs done at $$(( $$(date +%s) - $(STARTED) )) s"
-	$(MAKE) --no-print-directory -j2 --output-sync=target lint diff test-runtime-fast
+	@rm -f $(RUNTIME_RAN)
+	$(MAKE) --no-print-directory -j2 --output-sync=target lint diff test-runtime-fast RUNTIME_ARGS="--record $(RUNTIME_RAN) $(RUNTIME_ARGS)"
 	@echo "make test: lint, gate and runtime tests done at $$(( $$(date +%s) - $(STARTED) )) s"
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
+	FUNCTION_FAST_TESTS_RAN_ON_RUNTIME="$$(cat $(RUNTIME_RAN) 2>/dev/null || true)" \
+	  $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 	@echo "make test: every test done at $$(( $$(date +%s) - $(STARTED) )) s"
 
 # BASE: the git ref the change merges into (default: the merge-base of HEAD and main). The gate

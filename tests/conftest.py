@@ -57,14 +57,38 @@ _LONGEST_FILE = "tests/test_adoption_guide.py"
 _TIER_ORDER = ("e2e", "slow")
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The walk-through first, then end-to-end tests, then slow ones, then the rest, each in collected order."""
+#: Set by ``make test`` once ``make test-runtime-fast`` has run the functions' fast tests on python3.14.
+RAN_ON_RUNTIME_VARIABLE = "FUNCTION_FAST_TESTS_RAN_ON_RUNTIME"
+
+
+def _ran_on_the_runtime(item: pytest.Item) -> bool:
+    """A fast function test (``tools/runtime_python.py``'s selection) that make test ran on python3.14 already."""
+    from tools.runtime_python import FUNCTION_TESTS
+
+    in_function_tests = any(
+        item.nodeid == path or item.nodeid.startswith(f"{path}/") or item.nodeid.startswith(f"{path}::")
+        for path in FUNCTION_TESTS
+    )
+    return in_function_tests and not item.get_closest_marker("slow") and not item.get_closest_marker("e2e")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The walk-through first, then end-to-end tests, then slow ones, then the rest, each in collected order.
+
+    Under ``make test``, the functions' fast tests are left out when they have just passed on python3.14,
+    the functions' runtime (``make test-runtime-fast``); their slow tier runs here.
+    """
 
     def tier(item: pytest.Item) -> int:
         if item.nodeid.startswith(_LONGEST_FILE):
             return -1
         return next((rank for rank, name in enumerate(_TIER_ORDER) if item.get_closest_marker(name)), len(_TIER_ORDER))
 
+    if os.environ.get(RAN_ON_RUNTIME_VARIABLE) == "python3.14":
+        ran = [item for item in items if _ran_on_the_runtime(item)]
+        if ran:
+            config.hook.pytest_deselected(items=ran)
+            items[:] = [item for item in items if not _ran_on_the_runtime(item)]
     items.sort(key=tier)
 
 

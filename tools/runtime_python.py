@@ -276,6 +276,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="only (re)write the runtime's bytecode the assets ship (make bytecode): needs python3.14",
     )
+    parser.add_argument(
+        "--record",
+        type=Path,
+        help="after every fast function test passed on python3.14 (no pytest arguments), write 'python3.14' into "
+        "this file (make test reads it)",
+    )
     parser.add_argument("pytest_args", nargs="*", help="after --: more pytest arguments")
     args = parser.parse_args(argv)
 
@@ -318,6 +324,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     version = ".".join(map(str, runtime.version))
     print(f"runtime: the function tests ran on {runtime.name}, {version}: exit {done.returncode}")
+    if args.record and done.returncode == 0 and runtime.version == RUNTIME_VERSION and not args.pytest_args:
+        args.record.write_text(f"python{version}\n", encoding="utf-8")
     return done.returncode
 
 

@@ -1,0 +1,52 @@
+"""make test runs the functions' fast tests once, on python3.14, and every other test on this venv's Python."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import RAN_ON_RUNTIME_VARIABLE
+from tools.runtime_python import FUNCTION_TESTS, REPO
+
+pytestmark = pytest.mark.slow  # collects in a pytest process of its own
+
+#: A fast and a slow function test file, and a test file that is not a function test.
+FILES = ("tests/consumer/test_call_budget.py", "tests/consumer/test_batch_memory.py", "tests/test_structure.py")
+
+
+def _collected(variable: str | None) -> list[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", RAN_ON_RUNTIME_VARIABLE))}
+    if variable is not None:
+        env[RAN_ON_RUNTIME_VARIABLE] = variable
+    completed = subprocess.run(  # noqa: S603 - this interpreter, this repository's tests
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", *FILES],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return [line for line in completed.stdout.splitlines() if "::" in line]
+
+
+def test_after_the_runtime_ran_them_only_the_slow_function_tests_and_the_rest_are_collected() -> None:
+    # GIVEN the files collected as make test-fast does, and as make test does after the runtime's run
+    everything = _collected(None)
+    after_runtime = _collected("python3.14")
+    # THEN without the runtime's run every test is there; after it, the fast function tests are left out,
+    # the slow function tests and the other tests stay
+    assert {line.split("::")[0] for line in everything} == set(FILES)
+    left_out = set(everything) - set(after_runtime)
+    assert left_out
+    assert all(line.startswith("tests/consumer/test_call_budget.py::") for line in left_out)
+    assert {line.split("::")[0] for line in after_runtime} == {FILES[1], FILES[2]}
+    assert all(any(line.startswith(path) for path in FUNCTION_TESTS) for line in left_out)
+
+
+def test_another_value_leaves_nothing_out() -> None:
+    # GIVEN a value that does not name the runtime (a fallback Python ran the function tests)
+    # THEN every test is collected
+    assert _collected("python3.13") == _collected(None)
