@@ -78,9 +78,10 @@ PYTEST_ARGS ?=
 TEST_WORKERS ?= 3
 # When this make started (make test prints each phase's end against it).
 STARTED := $(shell date +%s)
-# Written by make test-runtime-fast when the functions' fast tests passed on python3.14: make test's
-# run on this venv's Python then leaves those tests out (tests/conftest.py); their slow tier runs there.
-RUNTIME_RAN := $(VENV)/.function-fast-tests-ran-on
+# Written by make test's runtime-prepare when the runtime's Python is python3.14: the functions' fast
+# tests then run there only (make test-runtime-fast), and make test's run on this venv's Python leaves
+# them out (tests/conftest.py); their slow tier runs there.
+RUNTIME_FOUND := .stamp-runtime-python
 
 .PHONY: help
 help: ## List the targets
@@ -147,18 +148,25 @@ lint: $(STAMP) check-node ## ruff + mypy (the library, then the Lambda asset and
 .PHONY: test
 # First the installs, which need nothing of each other (pip runs on one core and waits on the network,
 # debootstrap mostly waits): the dev venv, the tool venvs and the runtime's python3.14, three at a
-# time. Then the lint, the gate and the function tests on python3.14, two at a time (each target's
-# output kept together). Then every other test on TEST_WORKERS workers: the functions' fast tests,
-# once they passed on python3.14, are not run again on this venv's Python (their slow tier is).
-test: ## Lint, the data-loss gate, the function tests on python3.14, then every other test (fast, slow and end-to-end)
-	$(MAKE) --no-print-directory -j3 --output-sync=target $(STAMP) $(CHECKOV_STAMP) $(PARLIAMENT_STAMP) runtime-prepare
+# time. Then the lint, the gate, the function tests on python3.14 and every other test on
+# TEST_WORKERS workers, all at once (each target's output kept together, printed when it ends): the
+# pytest run waits on deploys, processes and deadlines much of its time, which the checks fill. The
+# functions' fast tests run once, on python3.14 when it is found (their slow tier runs on this venv's).
+test: ## Lint, the data-loss gate and the function tests on python3.14 beside every other test (fast, slow and end-to-end)
+	@rm -f $(RUNTIME_FOUND)
+	$(MAKE) --no-print-directory -j3 --output-sync=target $(STAMP) $(CHECKOV_STAMP) $(PARLIAMENT_STAMP) runtime-prepare \
+	  RUNTIME_ARGS="--record $(RUNTIME_FOUND) $(RUNTIME_ARGS)"
 	@echo "make test: installs done at $$(( $$(date +%s) - $(STARTED) )) s"
-	@rm -f $(RUNTIME_RAN)
-	$(MAKE) --no-print-directory -j2 --output-sync=target lint diff test-runtime-fast RUNTIME_ARGS="--record $(RUNTIME_RAN) $(RUNTIME_ARGS)"
-	@echo "make test: lint, gate and runtime tests done at $$(( $$(date +%s) - $(STARTED) )) s"
-	FUNCTION_FAST_TESTS_RAN_ON_RUNTIME="$$(cat $(RUNTIME_RAN) 2>/dev/null || true)" \
+	$(MAKE) --no-print-directory -j4 --output-sync=target lint diff test-runtime-fast test-tiers
+	@echo "make test: every check and test done at $$(( $$(date +%s) - $(STARTED) )) s"
+
+# make test's pytest run: every tier, the longest files first (tests/conftest.py); the functions' fast
+# tests are left out when make test-runtime-fast runs them on python3.14 beside it.
+.PHONY: test-tiers
+test-tiers: $(STAMP)
+	FUNCTION_FAST_TESTS_RUN_ON_RUNTIME="$$(cat $(RUNTIME_FOUND) 2>/dev/null || true)" \
 	  $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
-	@echo "make test: every test done at $$(( $$(date +%s) - $(STARTED) )) s"
+	@echo "make test: the pytest run done at $$(( $$(date +%s) - $(STARTED) )) s"
 
 # BASE: the git ref the change merges into (default: the merge-base of HEAD and main). The gate
 # runs `order-pipeline upgrade-check` on each stage's synthesized template against that ref's snapshot.

@@ -57,12 +57,12 @@ _LONGEST_FILE = "tests/test_adoption_guide.py"
 _TIER_ORDER = ("e2e", "slow")
 
 
-#: Set by ``make test`` once ``make test-runtime-fast`` has run the functions' fast tests on python3.14.
-RAN_ON_RUNTIME_VARIABLE = "FUNCTION_FAST_TESTS_RAN_ON_RUNTIME"
+#: Set by ``make test`` to ``python3.14`` when ``make test-runtime-fast`` runs the functions' fast tests there.
+RUN_ON_RUNTIME_VARIABLE = "FUNCTION_FAST_TESTS_RUN_ON_RUNTIME"
 
 
 def _ran_on_the_runtime(item: pytest.Item) -> bool:
-    """A fast function test (``tools/runtime_python.py``'s selection) that make test ran on python3.14 already."""
+    """A fast function test (``tools/runtime_python.py``'s selection), which make test runs on python3.14."""
     from tools.runtime_python import FUNCTION_TESTS
 
     in_function_tests = any(
@@ -75,8 +75,9 @@ def _ran_on_the_runtime(item: pytest.Item) -> bool:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The walk-through first, then end-to-end tests, then slow ones, then the rest, each in collected order.
 
-    Under ``make test``, the functions' fast tests are left out when they have just passed on python3.14,
-    the functions' runtime (``make test-runtime-fast``); their slow tier runs here.
+    Under ``make test``, the functions' fast tests are left out when ``make test-runtime-fast`` runs them
+    beside this run on python3.14, the functions' runtime (make test fails if they fail there); their slow
+    tier runs here.
     """
 
     def tier(item: pytest.Item) -> int:
@@ -84,7 +85,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             return -1
         return next((rank for rank, name in enumerate(_TIER_ORDER) if item.get_closest_marker(name)), len(_TIER_ORDER))
 
-    if os.environ.get(RAN_ON_RUNTIME_VARIABLE) == "python3.14":
+    if os.environ.get(RUN_ON_RUNTIME_VARIABLE) == "python3.14":
         ran = [item for item in items if _ran_on_the_runtime(item)]
         if ran:
             config.hook.pytest_deselected(items=ran)

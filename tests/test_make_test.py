@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tests.conftest import RAN_ON_RUNTIME_VARIABLE
+from tests.conftest import RUN_ON_RUNTIME_VARIABLE
 from tools.runtime_python import FUNCTION_TESTS, REPO
 
 pytestmark = pytest.mark.slow  # collects in a pytest process of its own
@@ -18,9 +18,9 @@ FILES = ("tests/consumer/test_call_budget.py", "tests/consumer/test_batch_memory
 
 
 def _collected(variable: str | None) -> list[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", RAN_ON_RUNTIME_VARIABLE))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", RUN_ON_RUNTIME_VARIABLE))}
     if variable is not None:
-        env[RAN_ON_RUNTIME_VARIABLE] = variable
+        env[RUN_ON_RUNTIME_VARIABLE] = variable
     completed = subprocess.run(  # noqa: S603 - this interpreter, this repository's tests
         [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", *FILES],
         cwd=REPO,
@@ -32,11 +32,11 @@ def _collected(variable: str | None) -> list[str]:
     return [line for line in completed.stdout.splitlines() if "::" in line]
 
 
-def test_after_the_runtime_ran_them_only_the_slow_function_tests_and_the_rest_are_collected() -> None:
-    # GIVEN the files collected as make test-fast does, and as make test does after the runtime's run
+def test_beside_the_runtimes_run_only_the_slow_function_tests_and_the_rest_are_collected() -> None:
+    # GIVEN the files collected as make test-fast does, and as make test does beside the runtime's run
     everything = _collected(None)
     after_runtime = _collected("python3.14")
-    # THEN without the runtime's run every test is there; after it, the fast function tests are left out,
+    # THEN without the runtime's run every test is there; beside it, the fast function tests are left out,
     # the slow function tests and the other tests stay
     assert {line.split("::")[0] for line in everything} == set(FILES)
     left_out = set(everything) - set(after_runtime)

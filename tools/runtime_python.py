@@ -279,8 +279,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--record",
         type=Path,
-        help="after every fast function test passed on python3.14 (no pytest arguments), write 'python3.14' into "
-        "this file (make test reads it)",
+        help="with --prepare: write the runtime's name into this file when it is python3.14 (make test reads it: "
+        "the functions' fast tests then run there only)",
     )
     parser.add_argument("pytest_args", nargs="*", help="after --: more pytest arguments")
     args = parser.parse_args(argv)
@@ -289,6 +289,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.prepare:
         with_venv(runtime)
         print(f"runtime: {runtime.name} ready, {'.'.join(map(str, runtime.version))}")
+        if args.record and runtime.version == RUNTIME_VERSION:
+            args.record.write_text(f"python{'.'.join(map(str, runtime.version))}\n", encoding="utf-8")
         return 0
     if args.write_bytecode:
         if runtime.version != RUNTIME_VERSION:
@@ -324,8 +326,6 @@ def main(argv: list[str] | None = None) -> int:
     )
     version = ".".join(map(str, runtime.version))
     print(f"runtime: the function tests ran on {runtime.name}, {version}: exit {done.returncode}")
-    if args.record and done.returncode == 0 and runtime.version == RUNTIME_VERSION and not args.pytest_args:
-        args.record.write_text(f"python{version}\n", encoding="utf-8")
     return done.returncode
 
 
