@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from idempotent_order_pipeline.sandbox.moto_patches import parse_partiql_update
+from idempotent_order_pipeline.sandbox.partiql import parse_partiql_update
 
 #: Words of the expression grammar that are not attribute names (the grammar's keywords are
 #: case-insensitive; function names are recognized by the parenthesis that follows them).

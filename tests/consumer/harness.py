@@ -31,7 +31,7 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.contract.keys import
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_index import CHECKPOINT_EVENT_ID
 from idempotent_order_pipeline._lambda_asset.order_consumer.runtime import Clients
 from idempotent_order_pipeline._lambda_asset.order_consumer.store import MARK_SENT_STATEMENT
-from idempotent_order_pipeline.sandbox.moto_patches import parse_partiql_update
+from idempotent_order_pipeline.sandbox.partiql import parse_partiql_update
 
 
 class Crash(BaseException):

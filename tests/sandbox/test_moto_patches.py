@@ -1142,7 +1142,7 @@ def test_partiql_updates_touch_only_their_item(ddb: Any, monkeypatch: pytest.Mon
 def test_statements_outside_the_subset_go_to_moto(ddb: Any, statement: str) -> None:
     # GIVEN a statement the fix does not read
     # WHEN it is parsed, THEN it is refused as outside the subset (so moto's own code runs it)
-    with pytest.raises(moto_patches._NotTheSubset):
+    with pytest.raises(moto_patches.NotTheSubset):
         moto_patches.parse_partiql_update(statement, [{"N": "1"}, {"S": "a"}, {"N": "2"}][: statement.count("?")])
 
 

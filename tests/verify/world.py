@@ -47,7 +47,7 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.contract.pending_ind
     pending_shard,
 )
 from idempotent_order_pipeline._lambda_asset.order_consumer.store import MARK_SENT_STATEMENT
-from idempotent_order_pipeline.sandbox.moto_patches import parse_partiql_update
+from idempotent_order_pipeline.sandbox.partiql import parse_partiql_update
 from tests.reconciler.harness import events_table_definition
 from tests.verify.scheduler import CALL, FAULT_PREFIX, Access, Execution, Point, current_actor
 

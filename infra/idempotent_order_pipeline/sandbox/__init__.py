@@ -14,7 +14,8 @@ Modules, in the order the stand-in uses them:
 * :mod:`~idempotent_order_pipeline.sandbox.server` - the moto server on ``localhost``, one request at a time;
 * :mod:`~idempotent_order_pipeline.sandbox.moto_patches` - the fixes to moto (reusable by any suite), with
   :mod:`~idempotent_order_pipeline.sandbox.moto_cloudformation` and
-  :mod:`~idempotent_order_pipeline.sandbox.moto_stack_resources` (CloudFormation's read APIs in AWS's shape);
+  :mod:`~idempotent_order_pipeline.sandbox.moto_stack_resources` (CloudFormation's read APIs in AWS's shape)
+  and :mod:`~idempotent_order_pipeline.sandbox.partiql` (the PartiQL ``UPDATE`` subset, without moto);
 * :mod:`~idempotent_order_pipeline.sandbox.deploy` - Powertools layer, ``cdk bootstrap`` and ``cdk deploy``;
 * :mod:`~idempotent_order_pipeline.sandbox.supervisor` - every SQS mapping and scheduled rule deployed, made live;
 * :mod:`~idempotent_order_pipeline.sandbox.function` - what was deployed: function config, mapping, code asset;

@@ -75,7 +75,6 @@ from __future__ import annotations
 
 import copy
 import datetime
-import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -100,6 +99,7 @@ from moto.sqs import models as sqs_models
 from moto.ssm.models import SimpleSystemManagerBackend
 
 from idempotent_order_pipeline.sandbox import moto_cloudformation, moto_stack_resources
+from idempotent_order_pipeline.sandbox.partiql import NotTheSubset, parse_partiql_update
 
 #: The moto version whose ``transact_write_items`` this module re-implements. Another version may
 #: have changed the method; re-read it before widening this.
@@ -274,146 +274,6 @@ def transact_write_items(self: DynamoDBBackend, transact_items: list[dict[str, A
 
 # --- 7. PartiQL UPDATE statements in BatchExecuteStatement -------------------------------------------
 
-#: One token of the PartiQL subset the fix reads: a quoted name, a string literal, a parameter, a
-#: number, a bare word, or ``=`` / ``,``.
-_PARTIQL_TOKEN = re.compile(
-    r"""\s*(?:(?P<name>"(?:[^"]|"")*")|(?P<string>'(?:[^']|'')*')|(?P<parameter>\?)"""
-    r"""|(?P<number>-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)|(?P<word>[A-Za-z_]\w*)|(?P<operator>[=,]))"""
-)
-
-
-class _NotTheSubset(Exception):
-    """A statement outside the subset the fix reads: moto's own code runs it."""
-
-
-@dataclass
-class PartiqlUpdate:
-    """An ``UPDATE`` statement of the subset, as moto's ``update_item`` takes it."""
-
-    table: str
-    #: The WHERE clause's equalities, in order: (attribute, value).
-    where: list[tuple[str, dict[str, Any]]]
-    #: The SET clauses' assignments, in order: (attribute, value).
-    assignments: list[tuple[str, dict[str, Any]]]
-    removals: list[str]
-
-    def request(self, hash_key: str, range_key: str | None) -> dict[str, Any]:
-        """``update_item``'s keyword arguments for a table with these keys."""
-        key_names = [hash_key] if range_key is None else [hash_key, range_key]
-        key = {name: value for name, value in self.where if name in key_names}
-        if set(key) != set(key_names) or len([n for n, _ in self.where if n in key_names]) != len(key_names):
-            raise _NotTheSubset("the WHERE clause does not name the whole key once")
-        names: dict[str, str] = {}
-        values: dict[str, dict[str, Any]] = {}
-
-        def name_of(attribute: str) -> str:
-            placeholder = f"#n{len(names)}"
-            names[placeholder] = attribute
-            return placeholder
-
-        def value_of(value: dict[str, Any]) -> str:
-            placeholder = f":v{len(values)}"
-            values[placeholder] = value
-            return placeholder
-
-        # An UPDATE never creates an item: the key must exist, then every other equality must hold.
-        conditions = [f"attribute_exists({name_of(hash_key)})"]
-        conditions += [f"{name_of(n)} = {value_of(v)}" for n, v in self.where if n not in key_names]
-        clauses = []
-        if self.assignments:
-            clauses.append("SET " + ", ".join(f"{name_of(n)} = {value_of(v)}" for n, v in self.assignments))
-        if self.removals:
-            clauses.append("REMOVE " + ", ".join(name_of(n) for n in self.removals))
-        return {
-            "table_name": self.table,
-            "key": key,
-            "update_expression": " ".join(clauses),
-            "expression_attribute_names": names,
-            "expression_attribute_values": values,
-            "condition_expression": " AND ".join(conditions),
-        }
-
-
-def parse_partiql_update(statement: str, parameters: list[dict[str, Any]]) -> PartiqlUpdate:
-    """The statement as a :class:`PartiqlUpdate`.
-
-    Raises:
-        _NotTheSubset: it is not an UPDATE of the subset (see the module docstring, point 7).
-    """
-    tokens: list[tuple[str, str]] = []
-    position = 0
-    text = statement.rstrip().rstrip(";")
-    while position < len(text):
-        match = _PARTIQL_TOKEN.match(text, position)
-        if match is None or match.end() == position:
-            raise _NotTheSubset(f"unreadable at {position}")
-        kind = match.lastgroup or ""
-        tokens.append((kind, match.group(kind)))
-        position = match.end()
-    supplied = iter(parameters)
-
-    def word(index: int) -> str:
-        return tokens[index][1].upper() if index < len(tokens) and tokens[index][0] == "word" else ""
-
-    def attribute(index: int) -> str:
-        kind, raw = tokens[index] if index < len(tokens) else ("", "")
-        if kind == "name":
-            return raw[1:-1].replace('""', '"')
-        if kind == "word" and raw.upper() not in {"SET", "REMOVE", "WHERE", "AND", "RETURNING"}:
-            return raw
-        raise _NotTheSubset(f"expected a top-level attribute name at token {index}")
-
-    def value(index: int) -> dict[str, Any]:
-        kind, raw = tokens[index] if index < len(tokens) else ("", "")
-        if kind == "parameter":
-            try:
-                return dict(next(supplied))
-            except StopIteration:
-                raise _NotTheSubset("fewer parameters than placeholders") from None
-        if kind == "string":
-            return {"S": raw[1:-1].replace("''", "'")}
-        if kind == "number":
-            return {"N": raw}
-        raise _NotTheSubset(f"expected a value at token {index}")
-
-    if word(0) != "UPDATE":
-        raise _NotTheSubset("not an UPDATE")
-    table = attribute(1)
-    index = 2
-    assignments: list[tuple[str, dict[str, Any]]] = []
-    removals: list[str] = []
-    while word(index) in ("SET", "REMOVE"):
-        clause, index = word(index), index + 1
-        while True:
-            if clause == "SET":
-                if index + 1 >= len(tokens) or tokens[index + 1] != ("operator", "="):
-                    raise _NotTheSubset("SET takes name = value")
-                assignments.append((attribute(index), value(index + 2)))
-                index += 3
-            else:
-                removals.append(attribute(index))
-                index += 1
-            if index < len(tokens) and tokens[index] == ("operator", ","):
-                index += 1
-                continue
-            break
-    if word(index) != "WHERE" or not (assignments or removals):
-        raise _NotTheSubset("expected SET or REMOVE clauses, then WHERE")
-    index += 1
-    where: list[tuple[str, dict[str, Any]]] = []
-    while True:
-        if index + 1 >= len(tokens) or tokens[index + 1] != ("operator", "="):
-            raise _NotTheSubset("WHERE takes name = value AND ...")
-        where.append((attribute(index), value(index + 2)))
-        index += 3
-        if word(index) == "AND":
-            index += 1
-            continue
-        break
-    if index != len(tokens) or next(supplied, None) is not None:
-        raise _NotTheSubset("trailing tokens or parameters (RETURNING, OR, a function, ...)")
-    return PartiqlUpdate(table=table, where=where, assignments=assignments, removals=removals)
-
 
 def _statement_error(code: str, message: str, item: dict[str, Any] | None = None) -> dict[str, Any]:
     error: dict[str, Any] = {"Code": code, "Message": message}
@@ -428,7 +288,7 @@ def batch_execute_statement(self: DynamoDBBackend, statements: list[dict[str, An
     for statement in statements:
         try:
             update = parse_partiql_update(statement["Statement"], list(statement.get("Parameters", [])))
-        except _NotTheSubset:
+        except NotTheSubset:
             responses.extend(_ORIGINAL_BATCH_EXECUTE(self, [statement]))
             continue
         if update.table not in self.tables:
@@ -437,7 +297,7 @@ def batch_execute_statement(self: DynamoDBBackend, statements: list[dict[str, An
         table = self.tables[update.table]
         try:
             request = update.request(table.hash_key_attr, table.range_key_attr)
-        except _NotTheSubset as exc:
+        except NotTheSubset as exc:
             responses.append(
                 _statement_error(
                     "ValidationError",
