@@ -60,17 +60,19 @@ def test_the_gate_fails_a_stage_whose_table_is_rekeyed(synthesized_app: Synthesi
 
 def test_make_test_runs_the_gate_and_the_gate_runs_upgrade_check() -> None:
     # GIVEN the Makefile, WHEN its test target is read (its prerequisites and its recipe's lines, where
-    # sub-makes run the installs, then the lint, the gate and the runtime's tests, before pytest)
+    # sub-makes run the installs, then the lint, the gate, the runtime's tests and the pytest run at once)
     makefile = (gate.REPO_ROOT / "Makefile").read_text()
     test_target = re.search(r"^test:(.*?) ##.*\n((?:\t.*\n)+)", makefile, re.M)
+    tiers_target = re.search(r"^test-tiers:.*\n((?:\t.*\n)+)", makefile, re.M)
     diff_recipe = re.search(r"^diff: .*\n\t(.*)\n", makefile, re.M)
     assert test_target is not None
-    # THEN the gate (make diff) is one of its steps, before the tests
-    prerequisites = test_target[1].split()
+    assert tiers_target is not None
+    # THEN the gate (make diff) is one of its steps, in the same make as the pytest run (test-tiers): a
+    # failing gate fails make test
     steps = [line.split() for line in test_target[2].splitlines()]
-    pytest_step = next(i for i, step in enumerate(steps) if "pytest" in step)
-    sub_makes = [word for step in steps[:pytest_step] if "$(MAKE)" in step for word in step]
-    assert "diff" in prerequisites + sub_makes
+    sub_makes = [step for step in steps if "$(MAKE)" in step]
+    assert [step for step in sub_makes if "diff" in step and "test-tiers" in step]
+    assert "pytest" in tiers_target[1]
     assert diff_recipe is not None
     assert "-m data_loss_gate" in diff_recipe[1]
     # AND the gate's check is the shipped command
