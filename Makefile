@@ -76,8 +76,11 @@ PYTEST_ARGS ?=
 # make test-fast, CPU-bound, runs 2. Files go to workers in collection order (--no-loadscope-reorder:
 # xdist would start the files with the most tests first), which tests/conftest.py sets longest first.
 TEST_WORKERS ?= 3
-# When this make started (make test prints each phase's end against it).
+# When the outermost make started (make test prints each phase's end against it; sub-makes inherit it).
+ifndef STARTED
 STARTED := $(shell date +%s)
+endif
+export STARTED
 # Written by make test's runtime-prepare when the runtime's Python is python3.14: the functions' fast
 # tests then run there only (make test-runtime-fast), and make test's run on this venv's Python leaves
 # them out (tests/conftest.py); their slow tier runs there.
