@@ -5,10 +5,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from tests.conftest import RUN_ON_RUNTIME_VARIABLE
+from tools import runtime_python
 from tools.runtime_python import FUNCTION_TESTS, REPO
 
 pytestmark = pytest.mark.slow  # collects in a pytest process of its own
@@ -50,3 +52,19 @@ def test_another_value_leaves_nothing_out() -> None:
     # GIVEN a value that does not name the runtime (a fallback Python ran the function tests)
     # THEN every test is collected
     assert _collected("python3.13") == _collected(None)
+
+
+@pytest.mark.parametrize(("pytest_args", "recorded"), [([], "python3.14\n"), (["--", "-k", "deadline"], None)])
+def test_runtime_prepare_records_python_3_14_only_when_every_fast_function_test_will_run_there(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, pytest_args: list[str], recorded: str | None
+) -> None:
+    # GIVEN a runtime interpreter of the runtime's version (this Python, standing in)
+    here = runtime_python.Interpreter("stand-in", runtime_python.RUNTIME_VERSION, (sys.executable,), str(REPO))
+    monkeypatch.setattr(runtime_python, "interpreters", lambda build: [here])
+    monkeypatch.setattr(runtime_python, "with_venv", lambda interpreter: interpreter)
+    record = tmp_path / "runtime"
+    # WHEN make test's runtime-prepare runs, with or without a pytest selection for the runtime's run
+    status = runtime_python.main(["--prepare", "--record", str(record), *pytest_args])
+    # THEN it records python3.14 only without a selection (a -k would run only some of the fast tests there)
+    assert status == 0
+    assert (record.read_text() if record.exists() else None) == recorded

@@ -2,9 +2,8 @@
 
 ``make test-runtime`` (and ``make test``, with ``--fast``) run this: compile every module the functions
 load on every interpreter found, check that the bytecode the assets ship is python3.14's and fresh
-(``idempotent_order_pipeline/bytecode.py``; ``make bytecode`` rewrites it), then run the function tests on the runtime's
-interpreter. The
-interpreter comes from, first found:
+(``idempotent_order_pipeline/bytecode.py``; ``make bytecode`` rewrites it), then run the function tests
+on the runtime's interpreter. The interpreter comes from, first found:
 
 * ``RUNTIME_PYTHON=/path/to/python3.14``, given by hand (a venv is made from it);
 * a Debian sid chroot (Debian's sid carries python3.14), built with ``debootstrap --variant=minbase``
@@ -279,8 +278,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--record",
         type=Path,
-        help="with --prepare: write the runtime's name into this file when it is python3.14 (make test reads it: "
-        "the functions' fast tests then run there only)",
+        help="with --prepare and no pytest arguments: write the runtime's name into this file when it is python3.14 "
+        "(make test reads it: the functions' fast tests then run there only)",
     )
     parser.add_argument("pytest_args", nargs="*", help="after --: more pytest arguments")
     args = parser.parse_args(argv)
@@ -289,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.prepare:
         with_venv(runtime)
         print(f"runtime: {runtime.name} ready, {'.'.join(map(str, runtime.version))}")
-        if args.record and runtime.version == RUNTIME_VERSION:
+        if args.record and runtime.version == RUNTIME_VERSION and not args.pytest_args:  # a -k runs only some
             args.record.write_text(f"python{'.'.join(map(str, runtime.version))}\n", encoding="utf-8")
         return 0
     if args.write_bytecode:
