@@ -98,18 +98,19 @@ def staged(source_roots: list[Path], folder: Path) -> list[Path]:
     """Copies of the roots as Lambda's code directory holds them.
 
     The first root (the product's asset, ``/var/task``) as the asset ships it (its own rule,
-    :func:`idempotent_order_pipeline.asset.copy_ignore`): sources and the runtime's checked-hash bytecode.
+    :func:`idempotent_order_pipeline.bytecode.copy_ignore`, no CDK import): sources and the runtime's
+    checked-hash bytecode.
     When this Python is not the runtime's, that bytecode cannot load here; the copy gets this Python's,
     written by the same tool in the same mode, so that the import does the work it does in Lambda (hash
     the source, load the bytecode) instead of compiling. Of each other root only :data:`_PROBE_PACKAGES`,
     without bytecode (a peer's handler is a plain asset). The tests write ``__pycache__`` beside the
     sources, which an import of the sources themselves would read.
     """
-    from idempotent_order_pipeline import asset, bytecode
+    from idempotent_order_pipeline import bytecode
 
     task = folder / "task"
-    shutil.copytree(source_roots[0], task, ignore=asset.copy_ignore)
-    if sys.implementation.cache_tag != asset.RUNTIME_BYTECODE_TAG:
+    shutil.copytree(source_roots[0], task, ignore=bytecode.copy_ignore)
+    if sys.implementation.cache_tag != bytecode.RUNTIME_BYTECODE_TAG:
         bytecode.write([task])
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     roots = [task]

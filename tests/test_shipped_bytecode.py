@@ -17,6 +17,7 @@ import pytest
 
 from idempotent_order_pipeline import bytecode
 from idempotent_order_pipeline.asset import RUNTIME_BYTECODE_TAG
+from idempotent_order_pipeline.core.sqs_function import RUNTIME
 from tools import runtime_python
 from tools.runtime_python import REPO, SHIPPED_ROOTS, shipped_modules
 
@@ -40,6 +41,11 @@ def test_every_shipped_module_has_its_runtime_bytecode_in_the_repository() -> No
     assert tracked == expected
     assert all(bytecode.usable(REPO / name) for name in tracked)
     assert len({(REPO / name).read_bytes()[:4] for name in tracked}) == 1
+
+
+def test_the_shipped_tag_is_the_construct_runtimes() -> None:
+    # GIVEN the functions' runtime (python3.14) WHEN its bytecode tag is spelled THEN it is the shipped one
+    assert "cpython-" + RUNTIME.name.removeprefix("python").replace(".", "") == RUNTIME_BYTECODE_TAG
 
 
 def _root(tmp_path: Path) -> tuple[Path, Path]:

@@ -2,40 +2,31 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from fnmatch import fnmatchcase
 from pathlib import Path
 
 from aws_cdk import aws_lambda
 
 from idempotent_order_pipeline import bytecode
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.names import CONSUMER_HANDLER
-from idempotent_order_pipeline.core.sqs_function import RUNTIME
+
+# The asset's rule lives beside the bytecode tool (standard library only: the bench stages the asset
+# without importing the CDK); re-exported here for the construct's modules.
+from idempotent_order_pipeline.bytecode import ASSET_EXCLUDES, RUNTIME_BYTECODE_TAG, copy_ignore, excluded
+
+__all__ = [
+    "ASSET_EXCLUDES",
+    "HANDLER",
+    "RUNTIME_BYTECODE_TAG",
+    "code_from",
+    "copy_ignore",
+    "exclude_patterns",
+    "excluded",
+    "lambda_asset_path",
+    "lambda_code",
+]
 
 #: The Lambda entry point (contract with ``lambdas/order_consumer/handler.py``).
 HANDLER = CONSUMER_HANDLER
-
-#: The bytecode tag of the functions' runtime (``python3.14`` -> ``cpython-314``). The asset and the
-#: subscriber's layer ship ``__pycache__/<module>.cpython-314.pyc``, compiled by that Python in
-#: checked-hash mode (``make bytecode``; ``make test`` checks it is fresh), so that a cold start in
-#: Lambda's read-only code directory loads bytecode instead of compiling every module it imports.
-RUNTIME_BYTECODE_TAG = "cpython-" + RUNTIME.name.removeprefix("python").replace(".", "")
-
-#: CDK glob patterns, the last match deciding (``!`` keeps): left out so that the asset's hash depends
-#: on the code only (build metadata, the bytecode the tests' own Pythons write beside the sources),
-#: kept: the runtime's bytecode (of which :func:`exclude_patterns` drops any that is not checked-hash).
-ASSET_EXCLUDES = ("*.egg-info", "*.pyc", f"!*.{RUNTIME_BYTECODE_TAG}.pyc")
-
-
-def excluded(path: Path) -> bool:
-    """Whether the file or directory at ``path`` stays out of the asset: :data:`ASSET_EXCLUDES` (CDK's
-    glob rule, the last match winning), and the runtime's bytecode unless checked-hash
-    (:func:`idempotent_order_pipeline.bytecode.usable`)."""
-    verdict = False
-    for pattern in ASSET_EXCLUDES:
-        if fnmatchcase(path.name, pattern.removeprefix("!")):
-            verdict = not pattern.startswith("!")
-    return verdict or (path.suffix == ".pyc" and path.is_file() and not bytecode.usable(path))
 
 
 def exclude_patterns(root: Path) -> list[str]:
@@ -47,11 +38,6 @@ def exclude_patterns(root: Path) -> list[str]:
         if not bytecode.usable(path)
     ]
     return [*ASSET_EXCLUDES, *unusable]
-
-
-def copy_ignore(directory: str, names: Iterable[str]) -> set[str]:
-    """The same rule as ``shutil.copytree``'s ``ignore``: a copy holds what the asset would."""
-    return {name for name in names if excluded(Path(directory) / name)}
 
 
 def code_from(root: Path) -> aws_lambda.Code:

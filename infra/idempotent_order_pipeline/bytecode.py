@@ -25,11 +25,21 @@ import os
 import py_compile
 import sys
 from collections.abc import Iterable
+from fnmatch import fnmatchcase
 from pathlib import Path
 
 #: PEP 552's flags word of a checked hash-based ``.pyc``: hash-based (bit 0) and checked (bit 1).
 CHECKED_HASH_FLAGS = 0b11
 HEADER_BYTES = 16
+
+#: The bytecode tag of the functions' runtime, python3.14 (``core.sqs_function.RUNTIME``; a test ties
+#: the two): the asset and the subscriber's layer ship ``__pycache__/<module>.cpython-314.pyc``.
+RUNTIME_BYTECODE_TAG = "cpython-314"
+
+#: CDK glob patterns, the last match deciding (``!`` keeps): left out so that the asset's hash depends
+#: on the code only (build metadata, the bytecode the tests' own Pythons write beside the sources),
+#: kept: the runtime's bytecode (of which ``asset.exclude_patterns`` drops any that is not checked-hash).
+ASSET_EXCLUDES = ("*.egg-info", "*.pyc", f"!*.{RUNTIME_BYTECODE_TAG}.pyc")
 
 
 def usable(path: Path) -> bool:
@@ -42,6 +52,21 @@ def usable(path: Path) -> bool:
     with path.open("rb") as file:
         header = file.read(8)
     return len(header) == 8 and int.from_bytes(header[4:8], "little") == CHECKED_HASH_FLAGS
+
+
+def excluded(path: Path) -> bool:
+    """Whether the file or directory at ``path`` stays out of the asset: :data:`ASSET_EXCLUDES` (CDK's
+    glob rule, the last match winning), and the runtime's bytecode unless checked-hash (:func:`usable`)."""
+    verdict = False
+    for pattern in ASSET_EXCLUDES:
+        if fnmatchcase(path.name, pattern.removeprefix("!")):
+            verdict = not pattern.startswith("!")
+    return verdict or (path.suffix == ".pyc" and path.is_file() and not usable(path))
+
+
+def copy_ignore(directory: str, names: Iterable[str]) -> set[str]:
+    """The asset's rule as ``shutil.copytree``'s ``ignore``: a copy holds what the asset would."""
+    return {name for name in names if excluded(Path(directory) / name)}
 
 
 def sources(roots: Iterable[Path]) -> list[Path]:
