@@ -29,13 +29,17 @@ import json
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from boto3.dynamodb.types import TypeDeserializer
 
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract import names
-from idempotent_order_pipeline.sandbox.server import Endpoint
 from idempotent_order_pipeline.sandbox.traffic import ACCEPTED_KINDS, PlannedMessage, TrafficPlan
+
+if TYPE_CHECKING:
+    # Annotations only: app.py imports this module (through worked_app) at every synth, and the server
+    # module brings moto's CloudFormation and every backend it loads (sandbox/worked_app.py).
+    from idempotent_order_pipeline.sandbox.server import Endpoint
 
 #: The ``error_code`` shown for messages the queue's redrive policy moved (they carry none).
 REDRIVEN = "(redrive: maxReceiveCount)"
