@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from idempotent_order_pipeline.sandbox.function import CONSUMER_HANDLER, DeployedFunction, QueueMapping
+from idempotent_order_pipeline.sandbox.poller import SqsPoller
 from idempotent_order_pipeline.sandbox.server import Endpoint, SandboxServer, restore_moto
 from idempotent_order_pipeline.sandbox.supervisor import (
     MappingWorker,
@@ -109,6 +110,42 @@ def endpoint() -> Iterator[Endpoint]:
     finally:
         server.stop()
         restore_moto()
+
+
+class _CountingEndpoint(Endpoint):
+    """The endpoint, counting the boto3 clients made of it by service."""
+
+    made: dict[str, int]
+
+    def client(self, service: str, **kwargs: Any) -> Any:
+        self.made[service] = self.made.get(service, 0) + 1
+        return super().client(service, **kwargs)
+
+
+def _counting(endpoint: Endpoint) -> _CountingEndpoint:
+    counting = _CountingEndpoint(url=endpoint.url, region=endpoint.region)
+    object.__setattr__(counting, "made", {})
+    return counting
+
+
+def test_rounds_and_drain_polls_reuse_their_clients(endpoint: Endpoint, tmp_path: Path) -> None:
+    # GIVEN a supervisor and a poller over an endpoint that counts the clients made of it, and a queue
+    counting = _counting(endpoint)
+    url = endpoint.client("sqs").create_queue(QueueName="idle")["QueueUrl"]
+    supervisor = Supervisor(counting, tmp_path, {}, SupervisorOptions(concurrency=1))
+    mapping = QueueMapping("uuid", f"arn:aws:sqs:{endpoint.region}:123456789012:idle", url, 10, (), None, None)
+    poller = SqsPoller(counting, mapping, [])
+    try:
+        # WHEN the supervisor reconciles 12 rounds (schedules read at 3 of them) and a drain reads the depth 8 times
+        for _ in range(12):
+            supervisor.reconcile()
+        depths = {poller.queue_depth() for _ in range(8)}
+    finally:
+        supervisor.close()
+    # THEN each made its clients once: a client made per call (its own boto3 session) costs about 100 ms
+    # of CPU, which made an idle stand-in take a quarter of a core
+    assert depths == {(0, 0)}
+    assert counting.made == {"lambda": 1, "events": 1, "sqs": 1}
 
 
 @pytest.mark.slow
