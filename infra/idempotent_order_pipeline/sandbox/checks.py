@@ -95,6 +95,14 @@ def _scan(dynamodb: Any, table_name: str) -> list[dict[str, Any]]:
     return items
 
 
+def queue_depth(sqs: Any, queue_url: str) -> tuple[int, int]:
+    """(visible, in flight) messages of ``queue_url``, as SQS approximates them."""
+    attributes = sqs.get_queue_attributes(
+        QueueUrl=queue_url, AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+    )["Attributes"]
+    return int(attributes["ApproximateNumberOfMessages"]), int(attributes["ApproximateNumberOfMessagesNotVisible"])
+
+
 def peek_queue(sqs: Any, queue_url: str) -> list[dict[str, Any]]:
     """Every message of ``queue_url``, left in place: each is received once, then made visible again."""
     messages: list[dict[str, Any]] = []
@@ -140,17 +148,14 @@ def read_state(endpoint: Endpoint, outputs: Mapping[str, str], notification_queu
         )
         for message in peek_queue(sqs, outputs[names.DEAD_LETTER_QUEUE_URL_OUTPUT])
     ]
-    depth = sqs.get_queue_attributes(
-        QueueUrl=outputs[names.QUEUE_URL_OUTPUT],
-        AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
-    )["Attributes"]
+    visible, in_flight = queue_depth(sqs, outputs[names.QUEUE_URL_OUTPUT])
     return EndpointState(
         order_rows=_scan(dynamodb, outputs[names.ORDER_RECORDS_TABLE_OUTPUT]),
         processed_events=processed,
         notifications=notifications,
         dead_letters=dead_letters,
-        queue_visible=int(depth["ApproximateNumberOfMessages"]),
-        queue_in_flight=int(depth["ApproximateNumberOfMessagesNotVisible"]),
+        queue_visible=visible,
+        queue_in_flight=in_flight,
     )
 
 

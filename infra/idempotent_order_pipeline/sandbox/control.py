@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from idempotent_order_pipeline.sandbox.checks import queue_depth
 from idempotent_order_pipeline.sandbox.deploy import Layer
 from idempotent_order_pipeline.sandbox.paths import python_path
 from idempotent_order_pipeline.sandbox.server import Endpoint
@@ -249,11 +250,7 @@ def wait_until_idle(stand_in: Running, *, timeout: float, settle_seconds: float 
         # Only a round begun after this call has seen every mapping deployed before it.
         busy = status.get("round_started", 0) <= asked
         for mapping in status.get("mappings", []):
-            attributes = sqs.get_queue_attributes(
-                QueueUrl=mapping["queue"],
-                AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
-            )["Attributes"]
-            busy = busy or any(int(value) for value in attributes.values()) or bool(mapping["in_flight"])
+            busy = busy or any(queue_depth(sqs, mapping["queue"])) or bool(mapping["in_flight"])
         if busy:
             idle_since = None
         else:

@@ -273,11 +273,7 @@ class Sandbox:
 
     def queue_depth(self, queue_url: str | None = None) -> tuple[int, int]:
         """(visible, in flight) messages of the source queue (or ``queue_url``)."""
-        attributes = self._sqs.get_queue_attributes(
-            QueueUrl=queue_url or self.mapping.queue_url,
-            AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
-        )["Attributes"]
-        return int(attributes["ApproximateNumberOfMessages"]), int(attributes["ApproximateNumberOfMessagesNotVisible"])
+        return checks.queue_depth(self._sqs, queue_url or self.mapping.queue_url)
 
     def wait_until_drained(
         self, *, timeout: float, settle_seconds: float = 2.0, on_tick: Callable[[int, int], None] | None = None

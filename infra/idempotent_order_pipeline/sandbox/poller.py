@@ -38,6 +38,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from idempotent_order_pipeline.sandbox.checks import queue_depth
 from idempotent_order_pipeline.sandbox.function import QueueMapping
 from idempotent_order_pipeline.sandbox.lambda_runtime import (
     TIMEOUT_GRACE_SECONDS,
@@ -280,11 +281,7 @@ class SqsPoller:
 
     def queue_depth(self) -> tuple[int, int]:
         """(visible, in flight) messages of the source queue."""
-        attributes = self._depth_sqs.get_queue_attributes(
-            QueueUrl=self._mapping.queue_url,
-            AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
-        )["Attributes"]
-        return int(attributes["ApproximateNumberOfMessages"]), int(attributes["ApproximateNumberOfMessagesNotVisible"])
+        return queue_depth(self._depth_sqs, self._mapping.queue_url)
 
     def wait_until_drained(
         self, *, timeout: float, settle_seconds: float = 1.0, on_tick: Callable[[int, int], None] | None = None

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract import names
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.errors import SchemaViolationError
 from idempotent_order_pipeline.producer import OrderPublisher, deployed_order_schema
-from idempotent_order_pipeline.sandbox.checks import SCHEMA_VIOLATION, EndpointState, peek_queue
+from idempotent_order_pipeline.sandbox.checks import SCHEMA_VIOLATION, EndpointState, peek_queue, queue_depth
 from idempotent_order_pipeline.sandbox.traffic import PlannedMessage
 
 if TYPE_CHECKING:
@@ -105,14 +105,7 @@ def wait_until_empty(endpoint: Endpoint, queue_url: str, *, timeout: float, sett
     deadline = time.monotonic() + timeout
     empty_since: float | None = None
     while time.monotonic() < deadline:
-        attributes = sqs.get_queue_attributes(
-            QueueUrl=queue_url,
-            AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
-        )["Attributes"]
-        if (
-            attributes["ApproximateNumberOfMessages"] == "0"
-            and attributes["ApproximateNumberOfMessagesNotVisible"] == "0"
-        ):
+        if queue_depth(sqs, queue_url) == (0, 0):
             empty_since = empty_since or time.monotonic()
             if time.monotonic() - empty_since >= settle_seconds:
                 return True
@@ -135,15 +128,13 @@ def read_fulfilment(endpoint: Endpoint, outputs: Mapping[str, str]) -> Fulfilmen
     ]
     attributes = sns.get_subscription_attributes(SubscriptionArn=subscription["SubscriptionArn"])["Attributes"]
     rows = endpoint.client("dynamodb").scan(TableName=outputs[SHIPMENT_COUNTERS_TABLE_OUTPUT], ConsistentRead=True)
-    depth = sqs.get_queue_attributes(
-        QueueUrl=queue_url, AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
-    )["Attributes"]
+    visible, in_flight = queue_depth(sqs, queue_url)
     return FulfilmentState(
         shipments={item["order_id"]["S"]: int(item[SHIPMENTS_ATTRIBUTE]["N"]) for item in rows["Items"]},
         filter_policy=json.loads(attributes.get("FilterPolicy") or "{}"),
         dead_letters=len(peek_queue(sqs, outputs[FULFILMENT_DEAD_LETTER_QUEUE_URL_OUTPUT])),
-        queue_visible=int(depth["ApproximateNumberOfMessages"]),
-        queue_in_flight=int(depth["ApproximateNumberOfMessagesNotVisible"]),
+        queue_visible=visible,
+        queue_in_flight=in_flight,
     )
 
 
