@@ -85,9 +85,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             return -1
         return next((rank for rank, name in enumerate(_TIER_ORDER) if item.get_closest_marker(name)), len(_TIER_ORDER))
 
-    from tools.runtime_python import RUNTIME_VERSION
+    from tools.runtime_python import RUNTIME_NAME
 
-    if os.environ.get(RUN_ON_RUNTIME_VARIABLE) == f"python{'.'.join(map(str, RUNTIME_VERSION))}":
+    if os.environ.get(RUN_ON_RUNTIME_VARIABLE) == RUNTIME_NAME:
         elsewhere = {item.nodeid for item in items if _ran_on_the_runtime(item)}
         if elsewhere:
             config.hook.pytest_deselected(items=[item for item in items if item.nodeid in elsewhere])

@@ -35,6 +35,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 #: The runtime the functions are deployed on (the construct's aws_lambda.Runtime.PYTHON_3_14).
 RUNTIME_VERSION = (3, 14)
+#: Its name, as make test's record (``--record``) and the runtime's interpreter name it.
+RUNTIME_NAME = f"python{'.'.join(map(str, RUNTIME_VERSION))}"
 LOCK = "requirements-runtime.lock"
 #: Where the shipped modules live: the consumer's asset and the subscriber's layer.
 SHIPPED_ROOTS = (
@@ -289,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
         with_venv(runtime)
         print(f"runtime: {runtime.name} ready, {'.'.join(map(str, runtime.version))}")
         if args.record and runtime.version == RUNTIME_VERSION and not args.pytest_args:  # a -k runs only some
-            args.record.write_text(f"python{'.'.join(map(str, runtime.version))}\n", encoding="utf-8")
+            args.record.write_text(f"{RUNTIME_NAME}\n", encoding="utf-8")
         return 0
     if args.write_bytecode:
         if runtime.version != RUNTIME_VERSION:
