@@ -90,18 +90,37 @@ def refuse_statements(refuse: Callable[[dict[str, Any]], bool], code: str = "Thr
     return rewrite
 
 
-def written_event_id(request: Mapping[str, Any]) -> str | None:
-    """The event id a record write puts (None for other requests)."""
+def written_event_ids(request: Mapping[str, Any]) -> list[str]:
+    """The event ids a record write puts, in order (one transaction writes several records; none for other requests)."""
     if not is_record_write(request):
-        return None
-    return str(request["TransactItems"][0]["Put"]["Item"]["event_id"]["S"])
+        return []
+    return [str(item["Put"]["Item"]["event_id"]["S"]) for item in request["TransactItems"][0::2]]
 
 
-def written_order_id(request: Mapping[str, Any]) -> str | None:
-    """The order id a record write puts (None for other requests)."""
+def written_order_ids(request: Mapping[str, Any]) -> list[str]:
+    """The order ids a record write puts, in order (none for other requests)."""
     if not is_record_write(request):
-        return None
-    return str(request["TransactItems"][1]["Put"]["Item"]["order_id"]["S"])
+        return []
+    return [str(item["Put"]["Item"]["order_id"]["S"]) for item in request["TransactItems"][1::2]]
+
+
+def cancelled_for(picks: Callable[[str], bool] | int | None, *codes: str) -> Callable[[dict[str, Any]], ClientError]:
+    """A fault for record writes, as DynamoDB cancels a transaction of several records: ``codes`` (the
+    record's, then the row's) for each record whose event id ``picks`` chooses (an int: the record at
+    that position, modulo the transaction's records; None: the first), ``None`` for every other item."""
+
+    def error(request: dict[str, Any]) -> ClientError:
+        event_ids = written_event_ids(request)
+        reasons: list[str] = []
+        for position, event_id in enumerate(event_ids):
+            if picks is None or isinstance(picks, int):
+                chosen = position == (picks or 0) % len(event_ids)
+            else:
+                chosen = picks(event_id)
+            reasons.extend(codes if chosen else ("None", "None"))
+        return cancelled(*reasons)
+
+    return error
 
 
 def marked_event_ids(requests: Iterable[Mapping[str, Any]]) -> list[str]:
@@ -113,7 +132,8 @@ def marked_event_ids(requests: Iterable[Mapping[str, Any]]) -> list[str]:
 class ArmedFault:
     """Raise ``error`` on calls matching ``operation`` (None: any), at the ``at``-th match (None: every)."""
 
-    error: BaseException
+    #: The error, or a function of the request that makes it (:func:`cancelled_for`).
+    error: BaseException | Callable[[dict[str, Any]], BaseException]
     operation: str | None = None
     at: int | None = None
     after_success: bool = False
@@ -161,7 +181,7 @@ class FaultBoard:
     def check(self, operation: str, request: dict[str, Any], after_success: bool) -> None:
         for fault in self.faults:
             if fault.after_success == after_success and fault.fires(operation, request):
-                raise fault.error
+                raise fault.error if isinstance(fault.error, BaseException) else fault.error(request)
 
 
 class GuardedClient:

@@ -9,11 +9,18 @@ from typing import Any
 import pytest
 
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.errors import StoreUnavailableError
+from idempotent_order_pipeline._lambda_asset.order_consumer.contract.message import OrderMessage
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.sns_ids import FIFO_ID as SNS_FIFO_ID
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.sns_ids import sns_deduplication_id, sns_group_id
 from idempotent_order_pipeline._lambda_asset.order_consumer.notifier import Notification, Notifier
+from idempotent_order_pipeline._lambda_asset.order_consumer.pipeline import _fits, _Parsed
 from idempotent_order_pipeline._lambda_asset.order_consumer.store import (
+    EVENT_IS_NEW,
+    EVENT_RECORD_BYTES,
     MARK_SENT_STATEMENT,
+    MAX_RECORDS_PER_TRANSACTION,
+    MAX_TRANSACTION_BYTES,
+    ORDER_IS_NEW,
     STILL_PENDING_OTHER_CONTENT,
     OrderStore,
 )
@@ -29,6 +36,8 @@ from tests.consumer.harness import (
     seed,
     sqs_record,
     statement_event_id,
+    written_event_ids,
+    written_order_ids,
 )
 
 
@@ -40,7 +49,7 @@ def event_of(entry: dict[str, Any]) -> str:
     return str(json.loads(entry["Message"])["event_id"])
 
 
-def test_a_batch_of_ten_new_orders_makes_one_call_per_write_and_one_publish(world: World) -> None:
+def test_a_batch_of_ten_new_orders_makes_one_transaction_one_publish_and_one_mark_call(world: World) -> None:
     # GIVEN ten new orders
     records = new_orders(10)
     # WHEN delivered in one batch
@@ -49,9 +58,14 @@ def test_a_batch_of_ten_new_orders_makes_one_call_per_write_and_one_publish(worl
     assert response == {"batchItemFailures": []}
     assert {e: r["status"] for e, r in world.event_records().items()} == {f"evt-o-{i}": "sent" for i in range(10)}
     assert sorted(world.notified_events().values()) == [1] * 10
-    # AND the calls were: ten transactions, one PublishBatch of ten entries, one BatchExecuteStatement of
-    # ten conditional marks (each statement's WHERE is its own record's condition)
-    assert world.board.calls == {"transact_write_items": 10, "publish_batch": 1, "batch_execute_statement": 1}
+    # AND the calls were: one transaction of the ten records (two conditional puts each), one PublishBatch
+    # of ten entries, one BatchExecuteStatement of ten conditional marks (each statement's WHERE is its
+    # own record's condition)
+    assert world.board.calls == {"transact_write_items": 1, "publish_batch": 1, "batch_execute_statement": 1}
+    [transaction] = world.board.requests["transact_write_items"]
+    assert len(transaction["TransactItems"]) == 20
+    conditions = {item["Put"]["ConditionExpression"] for item in transaction["TransactItems"]}
+    assert conditions == {EVENT_IS_NEW, ORDER_IS_NEW}
     [publish] = world.board.requests["publish_batch"]
     assert len(publish["PublishBatchRequestEntries"]) == 10
     marks = world.board.requests["batch_execute_statement"]
@@ -60,28 +74,102 @@ def test_a_batch_of_ten_new_orders_makes_one_call_per_write_and_one_publish(worl
     assert all(s["Statement"] == MARK_SENT_STATEMENT.format(table=world.events_table) for s in call["Statements"])
 
 
-def test_a_batch_of_ten_duplicates_makes_ten_calls(world: World) -> None:
+def test_a_batch_of_ten_duplicates_makes_one_call(world: World) -> None:
     # GIVEN ten orders already recorded and sent
     for i in range(10):
         seed(world, {"order_id": f"o-{i}"}, status="sent", event_id=f"evt-o-{i}")
     # WHEN they are delivered again
     response = world.invoke([sqs_record({"order_id": f"o-{i}", "event_id": f"evt-o-{i}"}) for i in range(10)])
-    # THEN they are acknowledged with one transaction each and nothing else
+    # THEN they are acknowledged with one transaction (cancelled: each record's reasons say it exists) and
+    # nothing else
     assert response == {"batchItemFailures": []}
-    assert world.board.calls == {"transact_write_items": 10}
+    assert world.board.calls == {"transact_write_items": 1}
     assert world.new_notifications() == []
 
 
 def test_a_batch_of_25_new_orders_publishes_in_calls_of_ten(world: World) -> None:
     # GIVEN 25 new orders
     response = world.invoke(new_orders(25))
-    # THEN three PublishBatch calls (10, 10, 5) and one mark statement per order, all 25 in one call
+    # THEN one transaction of the 25 records (50 puts: half of DynamoDB's 100 actions), three PublishBatch
+    # calls (10, 10, 5) and one mark statement per order, all 25 in one call
     assert response == {"batchItemFailures": []}
     sizes = sorted(len(r["PublishBatchRequestEntries"]) for r in world.board.requests["publish_batch"])
     assert sizes == [5, 10, 10]
-    assert world.board.calls == {"transact_write_items": 25, "publish_batch": 3, "batch_execute_statement": 1}
+    assert world.board.calls == {"transact_write_items": 1, "publish_batch": 3, "batch_execute_statement": 1}
+    assert len(world.board.requests["transact_write_items"][0]["TransactItems"]) == 50
     assert len(marked_event_ids(world.board.requests["batch_execute_statement"])) == 25
     assert len(world.notified_events()) == 25
+
+
+def test_a_transaction_takes_at_most_25_records_and_the_next_one_the_rest(world: World) -> None:
+    # GIVEN 26 new orders
+    response = world.invoke(new_orders(MAX_RECORDS_PER_TRANSACTION + 1))
+    # THEN two transactions, of 25 records (50 puts) and of 1, and every order recorded and sent
+    assert response == {"batchItemFailures": []}
+    sizes = [len(r["TransactItems"]) for r in world.board.requests["transact_write_items"]]
+    assert sorted(sizes) == [2, 2 * MAX_RECORDS_PER_TRANSACTION]
+    assert {r["status"] for r in world.event_records().values()} == {"sent"}
+    assert len(world.order_rows()) == MAX_RECORDS_PER_TRANSACTION + 1
+
+
+def test_a_transaction_stays_under_dynamodb_s_4_mb_of_items() -> None:
+    # GIVEN records parsed with rows of 390 KB each (the byte budget lets a lane hold that much only when
+    # it is configured above its default; the rule holds whatever the budget)
+    def parsed(n: int, size: int) -> _Parsed:
+        message = OrderMessage(f"evt-{n}", f"o-{n}", "0" * 64, {}, item_bytes=size)
+        return _Parsed(n, message, share=0)
+
+    chunk = [parsed(n, 390_000) for n in range(10)]
+    # WHEN a tenth joins nine (3.5 MB of rows, with the records' allowance)
+    # THEN it fits under MAX_TRANSACTION_BYTES; an eleventh would not
+    assert _fits(chunk[:9], chunk[9].message)
+    assert sum(p.message.item_bytes + EVENT_RECORD_BYTES for p in chunk) + 390_000 > MAX_TRANSACTION_BYTES
+    assert not _fits(chunk, parsed(10, 390_000).message)
+    # AND a record over the limit on its own still starts a transaction (DynamoDB then answers for it)
+    assert _fits([], parsed(11, MAX_TRANSACTION_BYTES + 1).message)
+    # AND a transaction never names an event id or an order id twice
+    assert not _fits([parsed(1, 10)], OrderMessage("evt-1", "o-other", "0" * 64, {}, item_bytes=10))
+    assert not _fits([parsed(1, 10)], OrderMessage("evt-other", "o-1", "0" * 64, {}, item_bytes=10))
+
+
+def test_a_record_whose_keys_are_already_in_the_transaction_waits_for_the_next(world: World) -> None:
+    # GIVEN a batch where one order is sent twice under two event ids, and one message twice
+    records = [
+        sqs_record({"order_id": "o-a", "event_id": "evt-a"}),
+        sqs_record({"order_id": "o-a", "event_id": "evt-a2", "amount": 1}),  # o-a's row under another key
+        sqs_record({"order_id": "o-b", "event_id": "evt-b"}),
+        sqs_record({"order_id": "o-b", "event_id": "evt-b"}),  # the same message again
+    ]
+    # WHEN processed
+    response = world.invoke(records)
+    # THEN no transaction names an item twice (DynamoDB refuses that): three transactions in order
+    transactions = world.board.requests["transact_write_items"]
+    # (evt-a; evt-a2 with evt-b, cancelled by o-a's existing row; evt-b asked again alone; its copy)
+    assert [written_event_ids(r) for r in transactions] == [["evt-a"], ["evt-a2", "evt-b"], ["evt-b"], ["evt-b"]]
+    # AND evt-a2 is parked as a conflict on o-a's row, and the others are recorded once
+    assert world.failures(response) == set()
+    assert world.order_rows()["o-a"]["event_id"] == "evt-a"
+    assert set(world.order_rows()) == {"o-a", "o-b"}
+    codes = [m["MessageAttributes"]["error_code"]["StringValue"] for m in world.dead_letters()]
+    assert codes == ["IDEMPOTENCY_CONFLICT"]
+
+
+def test_a_transaction_refused_as_a_whole_is_retried_record_by_record(world: World) -> None:
+    # GIVEN DynamoDB refuses every transaction of more than one record as invalid (naming no record),
+    # and o-bad's alone too
+    refused = client_error("TransactWriteItems", "ValidationException", "One or more parameter values were invalid")
+    world.board.arm(ArmedFault(refused, "transact_write_items", when=lambda r: len(r["TransactItems"]) > 2))
+    world.board.arm(ArmedFault(refused, "transact_write_items", when=lambda r: written_order_ids(r) == ["o-bad"]))
+    records = [sqs_record({"order_id": o, "event_id": f"evt-{o}"}) for o in ("o-1", "o-bad", "o-2")]
+    # WHEN processed
+    response = world.invoke(records)
+    # THEN each record was written on its own: o-1 and o-2 recorded and sent, o-bad parked as refused
+    assert world.failures(response) == set()
+    assert set(world.order_rows()) == {"o-1", "o-2"}
+    assert {e: r["status"] for e, r in world.event_records().items()} == {"evt-o-1": "sent", "evt-o-2": "sent"}
+    codes = [m["MessageAttributes"]["error_code"]["StringValue"] for m in world.dead_letters()]
+    assert codes == ["STORE_REJECTED"] or (len(codes) == 1 and codes[0] != "IDEMPOTENCY_CONFLICT"), codes
+    assert world.board.calls["transact_write_items"] == 4
 
 
 def test_one_refused_entry_leaves_only_its_record_pending_and_reported(world: World) -> None:
@@ -124,7 +212,7 @@ def test_every_entry_refused_leaves_every_record_pending_and_makes_no_mark(world
     assert world.failures(response) == {r["messageId"] for r in records}
     assert {r["status"] for r in world.event_records().values()} == {"pending"}
     assert world.new_notifications() == []
-    assert world.board.calls == {"transact_write_items": 4, "publish_batch": 1}
+    assert world.board.calls == {"transact_write_items": 1, "publish_batch": 1}
 
 
 def test_a_failed_publish_batch_call_fails_only_its_records(world: World) -> None:

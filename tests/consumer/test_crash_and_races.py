@@ -17,18 +17,19 @@ from tests.consumer.harness import (
     ArmedFault,
     Crash,
     World,
-    cancelled,
-    is_record_write,
+    cancelled_for,
     seed,
     sqs_record,
-    written_event_id,
+    written_event_ids,
 )
 
 # A clean delivery of the chaos batch makes exactly these AWS calls (asserted below), so crashing
-# at every N in 1..MAX_CALLS covers every call of the batch: 7 record transactions, one PublishBatch
-# for the 5 records to notify, their 5 sent marks (one BatchExecuteStatement; the re-sent copy of evt-1
-# finds it marked), one SendMessageBatch parking the conflict and the invalid message.
-CLEAN_CALLS = {"transact_write_items": 7, "publish_batch": 1, "batch_execute_statement": 1, "send_message_batch": 1}
+# at every N in 1..MAX_CALLS covers every call of the batch: 3 record transactions (a transaction names
+# an item once, so a record whose keys are already in it starts the next one: evt-1, evt-2 and o-3,
+# committed; the re-sent copy of evt-1, the sent and the pending record, cancelled, each finding its
+# own; the conflict on evt-sent), one PublishBatch for the records to notify, their sent marks (one
+# BatchExecuteStatement), one SendMessageBatch parking the conflict and the invalid message.
+CLEAN_CALLS = {"transact_write_items": 3, "publish_batch": 1, "batch_execute_statement": 1, "send_message_batch": 1}
 MAX_CALLS = sum(CLEAN_CALLS.values())
 
 
@@ -154,32 +155,29 @@ def test_two_consumers_racing_on_one_event_write_one_row(world: World) -> None:
 
 
 def test_fifo_group_keeps_order_and_stops_after_a_failure(world: World) -> None:
-    # GIVEN two FIFO groups, the second message of g1 fails transiently
+    # GIVEN two FIFO groups, the second message of g1 fails transiently (its transaction conflicts)
     g1 = [sqs_record({"order_id": f"g1-{i}", "event_id": f"g1-{i}"}, group="g1") for i in range(3)]
     g2 = [sqs_record({"order_id": f"g2-{i}", "event_id": f"g2-{i}"}, group="g2") for i in range(2)]
-    written: list[str] = []
+    committed: list[str] = []
 
-    def first_key(request: dict[str, Any]) -> str | None:
-        return written_event_id(request)
+    def note_commit(request: dict[str, Any]) -> bool:
+        committed.extend(written_event_ids(request))
+        return False  # never fires: it only records the order of the committed writes
 
-    def note_write(request: dict[str, Any]) -> bool:
-        if is_record_write(request):
-            written.append(str(first_key(request)))
-        return False  # never fires: it only records the order of the writes
-
-    world.board.arm(ArmedFault(Crash("never"), "transact_write_items", when=note_write))
-    conflict = cancelled("TransactionConflict", "None")
-    world.board.arm(ArmedFault(conflict, "transact_write_items", when=lambda request: first_key(request) == "g1-1"))
+    world.board.arm(ArmedFault(Crash("never"), "transact_write_items", when=note_commit, after_success=True))
+    conflict = cancelled_for(lambda event_id: event_id == "g1-1", "TransactionConflict", "None")
+    world.board.arm(ArmedFault(conflict, "transact_write_items", when=lambda r: "g1-1" in written_event_ids(r)))
     interleaved = [g1[0], g2[0], g1[1], g2[1], g1[2]]
     # WHEN the batch is processed
     response = world.invoke(interleaved)
     # THEN the failed message and the rest of its group are reported, in order
     assert world.failures(response) == {g1[1]["messageId"], g1[2]["messageId"]}
-    # AND the rest of g1 was not even started, while g2 went through in order
-    assert "g1-2" not in written
-    assert [e for e in written if e.startswith("g1")] == ["g1-0", "g1-1"]
-    assert [e for e in written if e.startswith("g2")] == ["g2-0", "g2-1"]
+    # AND the rest of g1 was never written nor notified, while g2 went through in order
+    assert "g1-2" not in committed
+    assert [e for e in committed if e.startswith("g1")] == ["g1-0"]
+    assert [e for e in committed if e.startswith("g2")] == ["g2-0", "g2-1"]
     assert set(world.order_rows()) == {"g1-0", "g2-0", "g2-1"}
+    assert set(world.notified_events()) == {"g1-0", "g2-0", "g2-1"}
 
 
 def test_large_batch_beyond_the_worker_pool_is_processed(world: World) -> None:

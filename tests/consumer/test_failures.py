@@ -14,11 +14,12 @@ from tests.consumer.harness import (
     ArmedFault,
     World,
     cancelled,
+    cancelled_for,
     client_error,
     is_mark,
     seed,
     sqs_record,
-    written_order_id,
+    written_order_ids,
 )
 
 ORDER = {"order_id": "o-1", "amount": 5}
@@ -265,9 +266,9 @@ def test_mixed_batch_reports_exactly_the_transient_failures(world: World) -> Non
     # AND the transient one meets a TransactionConflict every time
     world.board.arm(
         ArmedFault(
-            cancelled("TransactionConflict", "None"),
+            cancelled_for(lambda event_id: event_id == "evt-busy", "TransactionConflict", "None"),
             "transact_write_items",
-            when=lambda request: written_order_id(request) == "o-busy",
+            when=lambda request: "o-busy" in written_order_ids(request),
         )
     )
     # WHEN the batch is processed

@@ -12,7 +12,15 @@ from idempotent_order_pipeline._lambda_asset.order_consumer import handler as ha
 from idempotent_order_pipeline._lambda_asset.order_consumer.config import REQUIRED_VARIABLES, Settings
 from idempotent_order_pipeline._lambda_asset.order_consumer.contract.errors import ConfigurationError
 from idempotent_order_pipeline._lambda_asset.order_consumer.pipeline import Outcome, RecordResult, outcome_counts
-from tests.consumer.harness import ArmedFault, FakeContext, World, client_error, seed, sqs_record, written_event_id
+from tests.consumer.harness import (
+    ArmedFault,
+    FakeContext,
+    World,
+    cancelled_for,
+    seed,
+    sqs_record,
+    written_event_ids,
+)
 
 
 def test_missing_environment_fails_at_first_use_naming_every_variable(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -61,8 +69,9 @@ def test_metrics_one_log_line_per_batch_and_one_per_parked_or_failed_record(
         sqs_record("nope"),
         sqs_record({"order_id": "o-slow", "event_id": "evt-slow", "card": "4242-SECRET"}, receive_count=2),
     ]
-    throttled = client_error("TransactWriteItems", "ThrottlingException")
-    world.board.arm(ArmedFault(throttled, "transact_write_items", when=lambda r: written_event_id(r) == "evt-slow"))
+    # (its item throttled inside the transaction: DynamoDB cancels it with that item's ThrottlingError)
+    throttled = cancelled_for(lambda event_id: event_id == "evt-slow", "ThrottlingError", "None")
+    world.board.arm(ArmedFault(throttled, "transact_write_items", when=lambda r: "evt-slow" in written_event_ids(r)))
     capsys.readouterr()
     # WHEN processed
     world.invoke(records)
@@ -89,7 +98,7 @@ def test_metrics_one_log_line_per_batch_and_one_per_parked_or_failed_record(
     assert failed["message_id"] == records[4]["messageId"]
     assert (failed["event_id"], failed["order_id"], failed["receive_count"]) == ("evt-slow", "o-slow", 2)
     assert failed["outcome"] == "retry"
-    assert "ThrottlingException" in failed["error"]
+    assert "ThrottlingError" in failed["error"]
     # AND the batch line counts every outcome
     assert summary["records"] == 5
     assert summary["not_started"] == 0

@@ -39,7 +39,7 @@ from tests.consumer.harness import (
     ArmedFault,
     Crash,
     World,
-    cancelled,
+    cancelled_for,
     client_error,
     refuse_entries,
     refuse_statements,
@@ -162,9 +162,13 @@ def fault_strategy() -> st.SearchStrategy[Fault | None]:
         lambda k, after: ArmedFault(Crash("chaos"), at=k, after_success=after), st.integers(1, 24), st.booleans()
     )
     cancellation = st.builds(
-        lambda code, times: ArmedFault(cancelled(code, "None"), "transact_write_items", times=times),
+        # one record's item of the transaction cancelled (the others: asked again without it)
+        lambda code, times, position: ArmedFault(
+            cancelled_for(position, code, "None"), "transact_write_items", times=times
+        ),
         st.sampled_from(["TransactionConflict", "ThrottlingError"]),
         st.integers(1, 3),
+        st.integers(0, 9),
     )
     mark_throttled = st.builds(
         lambda times: ArmedFault(

@@ -13,12 +13,16 @@ Per record (an SQS record of the Lambda event)::
     order breaks the order_schema      -> park in DLQ (SCHEMA_VIOLATION)
     transient failure                  -> report in batchItemFailures; SQS redelivers
 
-Per batch, in stages, one after the other. Each stage is a function that takes records and returns
-what happened to each of them; its calls run on the worker threads:
+Per batch, in waves of at most ``max_workers`` x :data:`MAX_RECORDS_PER_TRANSACTION` records (250 by
+default: a batch of 10 is one wave; a FIFO batch is always one), each wave in stages, one after the
+other. Each stage is a function that takes records and returns what happened to each of them; its
+calls run on the worker threads:
 
-1. :meth:`OrderPipeline._write`: the transactions, one per record (each record's outcome depends on
-   its own cancellation reasons). Records of a FIFO queue run in order within their message group,
-   and after a failure the rest of the group is not started;
+1. :meth:`OrderPipeline._write`: the transactions, one per lane of up to
+   :data:`MAX_RECORDS_PER_TRANSACTION` records (one ``TransactWriteItems`` for a batch of 10), each
+   record's outcome depending on its own cancellation reasons; records cancelled only by the others'
+   are asked again without them. Records of a FIFO queue are one lane, in record order, and after a
+   failure the rest of that group is never written;
 2. :meth:`OrderPipeline._publish_and_park`: one SNS ``PublishBatch`` per 10 records to notify (on a
    FIFO topic a message group stays in one call, in record order) and, at the same time, the
    records that can never succeed to the DLQ (``SendMessageBatch`` when there are several);
@@ -36,6 +40,9 @@ it writes the record into the pending index too, where the reconciler finds it; 
 entry is the only thing that lets a record be marked, and each mark is conditional on its own record
 (pending, with the notified content), so marks need no transaction between them. The argument, case
 by case: ``docs/reliability.md``.
+
+The waves keep what a batch writes within what it can notify and mark before its deadline: a batch of
+10,000 whose first seconds wrote thousands of records would have no time left to notify any.
 
 The invocation ends before its deadline: no record starts with less than ``min_remaining_ms`` of
 invocation time left; the transactions are waited for until ``notify_reserve_ms`` is left and the
@@ -77,7 +84,16 @@ from .contract.order_schema import OrderSchema
 from .dead_letter import DeadLetterQueue, ParkRequest
 from .notifier import Notifier
 from .observability import logger
-from .store import MAX_BATCH_STATEMENTS, ExistingEvent, ExistingOrder, OrderStore
+from .store import (
+    CANCELLED_BY_OTHERS,
+    EVENT_RECORD_BYTES,
+    MAX_BATCH_STATEMENTS,
+    MAX_RECORDS_PER_TRANSACTION,
+    MAX_TRANSACTION_BYTES,
+    ExistingEvent,
+    ExistingOrder,
+    OrderStore,
+)
 
 #: Default worker threads: one per record of a default batch (10).
 DEFAULT_MAX_WORKERS = 10
@@ -205,6 +221,37 @@ class Written:
     park: PermanentError | None = None
 
 
+@dataclass(frozen=True)
+class _Parsed:
+    """A record parsed and checked, waiting for its transaction; it holds ``share`` of the byte budget."""
+
+    index: int
+    message: OrderMessage
+    share: int
+
+
+def _fits(chunk: Sequence[_Parsed], message: OrderMessage) -> bool:
+    """Whether ``message`` can join the chunk's transaction: room left, and no item named twice."""
+    if len(chunk) >= MAX_RECORDS_PER_TRANSACTION:
+        return False
+    size = sum(p.message.item_bytes for p in chunk) + EVENT_RECORD_BYTES * len(chunk)
+    if chunk and size + message.item_bytes + EVENT_RECORD_BYTES > MAX_TRANSACTION_BYTES:
+        return False
+    return all(p.message.event_id != message.event_id and p.message.order_id != message.order_id for p in chunk)
+
+
+def _stop_groups_at_first_failure(batch: _Batch, written: dict[int, Written]) -> None:
+    """FIFO: each record after its group's first failed one is a failure too (whatever it found),
+    so that nothing of a group is notified, parked or acknowledged past a record SQS must redeliver."""
+    failed: set[str | None] = set()
+    for index in sorted(written):
+        group = batch.group(index)
+        if group in failed:
+            written[index] = Written(Next.RETRY, written[index].message, error=GROUP_FAILED)
+        elif written[index].next is Next.RETRY:
+            failed.add(group)
+
+
 class _Batch:
     """One batch in flight: its records, its deadlines, and which records started."""
 
@@ -224,14 +271,40 @@ class _Batch:
             self.started.add(index)
             return True
 
-    def groups(self) -> list[list[int]]:
-        """Record indexes that run in order, one after the other: a FIFO message group, else one record."""
-        if not self.fifo:
-            return [[index] for index in range(len(self.records))]
-        by_group: dict[str | None, list[int]] = {}
-        for index, record in enumerate(self.records):
-            by_group.setdefault(_message_group(record), []).append(index)
-        return list(by_group.values())
+    def group(self, index: int) -> str | None:
+        """Record ``index``'s FIFO message group (None on a standard queue)."""
+        return _message_group(self.records[index]) if self.fifo else None
+
+    def may_start(self) -> bool:
+        """Whether a record may still start (the batch has not stopped, its last start has not passed)."""
+        with self.lock:
+            return not self.stopped and not Deadlines.passed(self.deadlines.start_until)
+
+    def waves(self, workers: int) -> list[list[int]]:
+        """The record indexes in waves, each written, notified and marked before the next starts.
+
+        A wave is what the worker threads write at once: ``workers`` transactions of
+        :data:`MAX_RECORDS_PER_TRANSACTION` records. So the records a batch writes are never more than
+        it can notify and mark before its deadline (a batch of 10,000 would otherwise write thousands in
+        its first seconds, then run out of time to notify them). A FIFO batch is one wave: its groups'
+        order is kept within one wave (a FIFO event source delivers at most 10 records).
+        """
+        indexes = list(range(len(self.records)))
+        size = len(indexes) if self.fifo else max(1, workers) * MAX_RECORDS_PER_TRANSACTION
+        return [indexes[n : n + size] for n in range(0, len(indexes), size)]
+
+    def lanes(self, wave: Sequence[int]) -> list[list[int]]:
+        """A wave's record indexes written one transaction after the other, each lane on its own thread.
+
+        On a FIFO queue one lane, in record order, so that each message group's records are written in
+        order (a FIFO event source delivers at most 10 records: one transaction); else consecutive
+        slices of :data:`MAX_RECORDS_PER_TRANSACTION` records, written at the same time.
+        """
+        indexes = list(wave)
+        if self.fifo:
+            return [indexes]
+        size = MAX_RECORDS_PER_TRANSACTION
+        return [indexes[n : n + size] for n in range(0, len(indexes), size)]
 
 
 class OrderPipeline:
@@ -306,12 +379,25 @@ class OrderPipeline:
         )
         batch = _Batch(records, deadlines)
         pool = self._pool()
+        written: dict[int, Written] = {}
+        published: dict[int, str | None] = {}
+        parked: dict[int, str | None] = {}
+        marked: dict[int, str | None] = {}
         try:
-            written = self._write(pool, batch)
-            to_notify = {i: w.notification for i, w in written.items() if w.next is Next.NOTIFY and w.notification}
-            to_park = {i: w.park for i, w in written.items() if w.next is Next.PARK and w.park}
-            published, parked = self._publish_and_park(pool, batch, to_notify, to_park)
-            marked = self._mark(pool, batch, {i: to_notify[i] for i, error in published.items() if error is None})
+            for wave in batch.waves(self._max_workers):
+                if wave[0] > 0 and not batch.may_start():
+                    break  # the rest is not started: too little time left
+                wave_written = self._write(pool, batch, wave)
+                to_notify = {
+                    i: w.notification for i, w in wave_written.items() if w.next is Next.NOTIFY and w.notification
+                }
+                to_park = {i: w.park for i, w in wave_written.items() if w.next is Next.PARK and w.park}
+                wave_published, wave_parked = self._publish_and_park(pool, batch, to_notify, to_park)
+                accepted = {i: to_notify[i] for i, error in wave_published.items() if error is None}
+                marked.update(self._mark(pool, batch, accepted))
+                written.update(wave_written)
+                published.update(wave_published)
+                parked.update(wave_parked)
         finally:
             with batch.lock:
                 batch.stopped = True
@@ -357,43 +443,147 @@ class OrderPipeline:
 
     # --- stage 1: parse and transaction ------------------------------------------------------------
 
-    def _write(self, pool: ThreadPoolExecutor, batch: _Batch) -> dict[int, Written]:
-        """The transaction of every record that starts in time: what each found."""
-        jobs = [pool.submit(self._write_in_order, batch, group) for group in batch.groups()]
+    def _write(self, pool: ThreadPoolExecutor, batch: _Batch, wave: Sequence[int]) -> dict[int, Written]:
+        """The transactions of every record of the wave that starts in time: what each found."""
+        jobs = [pool.submit(self._write_lane, batch, lane) for lane in batch.lanes(wave)]
         return self._gather(batch, jobs, batch.deadlines.transactions_until)
 
-    def _write_in_order(self, batch: _Batch, indexes: Sequence[int]) -> dict[int, Written]:
-        """The transactions of one record or one FIFO group, in order; a group stops at a failure."""
+    def _write_lane(self, batch: _Batch, indexes: Sequence[int]) -> dict[int, Written]:
+        """Parse the lane's records in order and write them, up to :data:`MAX_RECORDS_PER_TRANSACTION`
+        per transaction; on a FIFO queue a message group stops at its first failure."""
         written: dict[int, Written] = {}
-        for index in indexes:
-            if not batch.start(index):
-                break
-            written[index] = self._write_one(batch.records[index], batch.deadlines.start_until)
-            if written[index].next is Next.RETRY:
-                break  # the rest of a FIFO group is not started
+        chunk: list[_Parsed] = []
+        failed_groups: dict[str | None, int] = {}  # FIFO: each group's first failed record
+
+        def flush() -> None:
+            try:
+                written.update(self._transact(batch, chunk, failed_groups))
+            finally:
+                for parsed in chunk:
+                    self._budget.release(parsed.share)
+                chunk.clear()
+
+        try:
+            for index in indexes:
+                group = batch.group(index)
+                if group in failed_groups:
+                    continue  # the rest of a FIFO group is not started
+                if not batch.start(index):
+                    break
+                record = batch.records[index]
+                body = str(record.get("body", ""))
+                share = self._budget.share(len(body))
+                # Within the byte budget from parsing to the end of the transaction (order_consumer.budget).
+                # A lane holding shares never waits for more (two lanes could wait for each other): it
+                # writes what it holds first.
+                if chunk and not self._budget.acquire(share, time.monotonic()):
+                    flush()
+                if not chunk and not self._budget.acquire(share, batch.deadlines.start_until):
+                    written[index] = Written(
+                        Next.RETRY,
+                        error="TransientError: not started: the batch's parsing budget was held until its last start",
+                    )
+                    if batch.fifo:
+                        failed_groups.setdefault(group, index)
+                    continue
+                try:
+                    parsed = self._parse_one(index, record, share)
+                except BaseException:
+                    self._budget.release(share)
+                    raise
+                if isinstance(parsed, Written):
+                    self._budget.release(share)
+                    written[index] = parsed
+                    if batch.fifo and parsed.next is Next.RETRY:
+                        failed_groups.setdefault(group, index)
+                    continue
+                if not _fits(chunk, parsed.message):
+                    flush()
+                chunk.append(parsed)
+            if chunk:
+                flush()
+        finally:
+            for parsed in chunk:  # a crash mid-lane: give the budget back
+                self._budget.release(parsed.share)
+        if batch.fifo:
+            _stop_groups_at_first_failure(batch, written)
         return written
 
-    def _write_one(self, record: SqsRecord, start_until: float | None) -> Written:
-        """Parse and write one record."""
+    def _parse_one(self, index: int, record: SqsRecord, share: int) -> _Parsed | Written:
+        """Parse and check one record: what to write, or its outcome when it can never be written."""
         message: OrderMessage | None = None
         try:
-            # Within the byte budget from parsing to the end of the transaction (order_consumer.budget);
-            # the message keeps its ids only once its row is written.
             body = str(record.get("body", ""))
-            share = self._budget.share(len(body))
-            if not self._budget.acquire(share, start_until):
-                raise TransientError("not started: the batch's parsing budget was held until its last start")
+            message = parse_order_message(body, record.get("messageAttributes") or {}, self._identity_fields)
+            if self._order_schema is not None:
+                self._order_schema.check(body)
+        except PermanentError as exc:
+            message = message.without_item() if message else None  # parked from the record, not the row
+            return Written(Next.PARK, message, error=f"{exc.error_code}: {exc}", park=exc)
+        except Exception as exc:  # a bug: never acknowledge the record
+            logger.exception("unexpected error", extra={"message_id": str(record["messageId"])})
+            return Written(
+                Next.RETRY, message.without_item() if message else None, error=f"{type(exc).__name__}: {exc}"
+            )
+        return _Parsed(index, message, share)
+
+    def _transact(
+        self, batch: _Batch, chunk: Sequence[_Parsed], failed_groups: dict[str | None, int]
+    ) -> dict[int, Written]:
+        """Write the chunk's records in one transaction; ask again for those cancelled only by the others.
+
+        Each round decides at least one record (a cancelled transaction names one record's failure at
+        least), so a chunk of n records takes at most n calls, one when nothing collides.
+        """
+        written: dict[int, Written] = {}
+        remaining = list(chunk)
+        while remaining:
+            if len(remaining) < len(chunk) and Deadlines.passed(batch.deadlines.start_until):
+                # too late to ask again: these records were not written
+                for parsed in remaining:
+                    written[parsed.index] = Written(Next.RETRY, parsed.message.without_item(), error=NOT_FINISHED)
+                break
+            answers: Sequence[object]  # each record's RecordAnswer, or the call's error
             try:
-                message = parse_order_message(body, record.get("messageAttributes") or {}, self._identity_fields)
-                if self._order_schema is not None:
-                    self._order_schema.check(body)
-                collision = self._store.record(message)
-            finally:
-                self._budget.release(share)
+                answers = self._store.record_batch([p.message for p in remaining])
+            except PermanentError as exc:
+                if len(remaining) > 1:
+                    # Refused as a whole (DynamoDB does not say for which record): each on its own.
+                    for parsed in remaining:
+                        written.update(self._transact(batch, [parsed], failed_groups))
+                    break
+                answers = [exc]
+            except TransientError as exc:
+                answers = [exc] * len(remaining)
+            except Exception as exc:  # a bug or an unforeseen SDK error: each record logs it, unacknowledged
+                answers = [exc] * len(remaining)
+            again: list[_Parsed] = []
+            for parsed, answer in zip(remaining, answers, strict=True):
+                group = batch.group(parsed.index)
+                if parsed.index > failed_groups.get(group, len(batch.records)):
+                    # after its FIFO group's failed record: never written (asked again only before it)
+                    written[parsed.index] = Written(Next.RETRY, parsed.message.without_item(), error=GROUP_FAILED)
+                elif answer is CANCELLED_BY_OTHERS:
+                    again.append(parsed)
+                else:
+                    message_id = str(batch.records[parsed.index]["messageId"])
+                    written[parsed.index] = self._after_transaction(message_id, parsed.message, answer)
+                    if batch.fifo and written[parsed.index].next is Next.RETRY:
+                        failed_groups.setdefault(group, parsed.index)
+            remaining = again
+        return written
+
+    def _after_transaction(self, message_id: str, message: OrderMessage, answer: object) -> Written:
+        """What one record needs after its transaction, from the store's answer for it."""
+        try:
+            if isinstance(answer, Exception):
+                raise answer
             row, message = message.order_item, message.without_item()
-            if collision is None:
+            if answer is None:
                 notification = build_notification(row, self._notification_format)
                 return Written(Next.NOTIFY, message, notification, order_written=True)
+            assert isinstance(answer, ExistingEvent | ExistingOrder), answer
+            collision = answer
             if collision.payload_sha256 != message.payload_sha256:
                 if isinstance(collision, ExistingEvent):
                     raise IdempotencyConflictError(
@@ -419,13 +609,13 @@ class OrderPipeline:
                 return Written(Next.NOTIFY, replace(message, event_id=collision.event_id), notification, republish=True)
             return Written(Next.SKIP, message)
         except PermanentError as exc:
-            message = message.without_item() if message else None  # parked from the record, not the row
-            return Written(Next.PARK, message, error=f"{exc.error_code}: {exc}", park=exc)
+            # parked from the record, not the row
+            return Written(Next.PARK, message.without_item(), error=f"{exc.error_code}: {exc}", park=exc)
         except TransientError as exc:
-            return Written(Next.RETRY, message, error=f"{type(exc).__name__}: {exc}")
+            return Written(Next.RETRY, message.without_item(), error=f"{type(exc).__name__}: {exc}")
         except Exception as exc:  # a bug or an unforeseen SDK error: never acknowledge the record
-            logger.exception("unexpected error", extra={"message_id": str(record["messageId"])})
-            return Written(Next.RETRY, message, error=f"{type(exc).__name__}: {exc}")
+            logger.exception("unexpected error", extra={"message_id": message_id})
+            return Written(Next.RETRY, message.without_item(), error=f"{type(exc).__name__}: {exc}")
 
     # --- stage 2: notify, park ----------------------------------------------------------------------
 

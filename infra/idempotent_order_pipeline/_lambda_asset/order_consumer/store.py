@@ -10,11 +10,15 @@ The two tables:
   with a ``ttl`` while pending are marked the same way (the mark sets a new ``ttl``).
 * ``order_records`` (key ``order_id``): the order's fields plus ``event_id`` and ``payload_sha256``.
 
-One ``TransactWriteItems`` puts both items, each conditional on being new, with
-``ReturnValuesOnConditionCheckFailure=ALL_OLD``: when it is cancelled, the items that already exist
-come back in the cancellation reasons, so the duplicate path needs no extra read (and no read that
-could be eventually consistent). Only the ``ConditionalCheckFailed`` code means "exists"; every
-other cancellation code is transient or a validation failure, never a duplicate.
+One ``TransactWriteItems`` puts both items of each record, each conditional on being new, with
+``ReturnValuesOnConditionCheckFailure=ALL_OLD``, for up to :data:`MAX_RECORDS_PER_TRANSACTION`
+records at once (:meth:`OrderStore.record_batch`; one call for a batch of 10). When it is cancelled,
+nothing is written, and the reasons come per item, in order: the items that already exist come back
+in them, so the duplicate path needs no extra read (and no read that could be eventually
+consistent). Only the ``ConditionalCheckFailed`` code means "exists"; every other code is
+transient or a validation failure, never a duplicate; a record whose two reasons are ``None`` was
+cancelled only by the others (:data:`CANCELLED_BY_OTHERS`: ask again without them). A record's
+outcome depends on its own reasons alone, as when it had a transaction of its own.
 
 Each ``sent`` mark is one conditional PartiQL ``UPDATE``, up to 25 in one ``BatchExecuteStatement``
 (one call per batch of 10; 1 write unit each: a mark inside a ``TransactWriteItems`` costs 2). Marks
@@ -49,6 +53,7 @@ from .contract.pending_index import PENDING_SHARD_ATTRIBUTE, PENDING_SINCE_ATTRI
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
 
 # --- Conditions (named, so that a reader sees the invariant each one protects) -------------------
 # First delivery of this event: no state record under its key yet.
@@ -95,6 +100,14 @@ _STATEMENT_CONDITION_FAILED = "ConditionalCheckFailed"
 _STATEMENT_INVALID = "ValidationError"
 #: DynamoDB's limit on statements per BatchExecuteStatement.
 MAX_BATCH_STATEMENTS = 25
+#: Records per ``TransactWriteItems``: two puts each, so 50 of DynamoDB's 100 actions per transaction.
+MAX_RECORDS_PER_TRANSACTION = 25
+#: Bytes of items per ``TransactWriteItems``: DynamoDB's 4 MB aggregate limit, counted as the order
+#: rows' sizes (:attr:`OrderMessage.item_bytes`) plus :data:`EVENT_RECORD_BYTES` per record.
+MAX_TRANSACTION_BYTES = 4_000_000
+#: An upper bound of a ``processed_events`` record's size (its ids: at most 1,024 bytes of event id and
+#: 256 characters of order id; the rest is under 200 bytes).
+EVENT_RECORD_BYTES = 2_048
 #: Why a mark left its record pending when the record is pending with another content.
 STILL_PENDING_OTHER_CONTENT = "the sent mark did not apply: the record is pending with another content"
 # ClientError codes that mean the request was invalid and will always be.
@@ -118,6 +131,22 @@ class ExistingOrder:
 
 
 Collision = ExistingEvent | ExistingOrder
+
+
+class _CancelledByOthers:
+    """The answer for a record of a cancelled transaction whose own items had no failure."""
+
+    def __repr__(self) -> str:
+        return "CANCELLED_BY_OTHERS"
+
+
+#: A record of a cancelled transaction whose own two items had no failure: nothing was written for
+#: it, only because of another record's items. Asking again without the others decides it.
+CANCELLED_BY_OTHERS = _CancelledByOthers()
+
+#: One record's answer from :meth:`OrderStore.record_batch`: None (both items written), what was
+#: already there, :data:`CANCELLED_BY_OTHERS`, or why it failed (never raised: it is this record's).
+RecordAnswer = Collision | _CancelledByOthers | StoreUnavailableError | RejectedByStoreError | None
 
 
 @dataclass(frozen=True)
@@ -147,8 +176,58 @@ def _translate(exc: ClientError, action: str) -> Exception:
     return StoreUnavailableError(f"DynamoDB failed {action}: {code}: {message}")
 
 
+def _answers(exc: ClientError, count: int, reasons: Sequence[Mapping[str, Any]]) -> list[RecordAnswer]:
+    """Each record's answer from a cancelled transaction's reasons (two per record, in order)."""
+    if len(reasons) != 2 * count:
+        codes = [reason.get("Code", _NO_FAILURE) for reason in reasons]
+        raise StoreUnavailableError(f"transaction cancelled without per-item reasons: {codes}") from exc
+    pairs = [(reasons[2 * n], reasons[2 * n + 1]) for n in range(count)]
+    if all(_code(a) == _NO_FAILURE and _code(b) == _NO_FAILURE for a, b in pairs):
+        raise StoreUnavailableError(
+            f"order transaction cancelled without a reason: {[_code(r) for r in reasons]}"
+        ) from exc
+    answers: list[RecordAnswer] = []
+    for event_reason, order_reason in pairs:
+        try:
+            answers.append(_collision(exc, event_reason, order_reason))
+        except (StoreUnavailableError, RejectedByStoreError) as error:
+            answers.append(error)
+    return answers
+
+
+def _code(reason: Mapping[str, Any]) -> str:
+    return str(reason.get("Code", _NO_FAILURE))
+
+
+def _collision(
+    exc: ClientError, event_reason: Mapping[str, Any], order_reason: Mapping[str, Any]
+) -> Collision | _CancelledByOthers:
+    """One record's answer from its two cancellation reasons (its record's, then its row's)."""
+    codes = [_code(event_reason), _code(order_reason)]
+    if codes == [_NO_FAILURE, _NO_FAILURE]:
+        return CANCELLED_BY_OTHERS
+    if _INVALID in codes:
+        raise RejectedByStoreError(
+            f"DynamoDB rejected the order transaction: {[dict(event_reason), dict(order_reason)]}"
+        ) from exc
+    if any(code not in (_NO_FAILURE, _EXISTS) for code in codes):
+        # TransactionConflict, ThrottlingError, ProvisionedThroughputExceeded, ...: nothing was
+        # written and nothing is known to exist. Never a duplicate.
+        raise StoreUnavailableError(f"order transaction cancelled: {codes}") from exc
+    if event_reason.get("Code") == _EXISTS:
+        item = event_reason.get("Item")
+        status = _value(item or {}, "status")
+        if status not in (STATUS_PENDING, STATUS_SENT):
+            raise StoreUnavailableError(f"existing event record without ALL_OLD status: {item}") from exc
+        return ExistingEvent(status=status, payload_sha256=str(_value(item or {}, "payload_sha256")))
+    item = order_reason.get("Item")
+    if not item:
+        raise StoreUnavailableError("existing order row came back without its ALL_OLD item") from exc
+    return ExistingOrder(event_id=str(_value(item, "event_id")), payload_sha256=str(_value(item, "payload_sha256")))
+
+
 class OrderStore:
-    """Reads and writes the two tables for one order message at a time. Thread-safe."""
+    """Reads and writes the two tables for the order messages of a batch. Thread-safe."""
 
     def __init__(
         self,
@@ -166,7 +245,7 @@ class OrderStore:
         self._clock = clock
 
     def record(self, message: OrderMessage) -> Collision | None:
-        """Write the ``pending`` record and the order row atomically.
+        """Write the ``pending`` record and the order row of one message atomically.
 
         Returns:
             None when both were written (first delivery), else what was already there.
@@ -175,70 +254,69 @@ class OrderStore:
             StoreUnavailableError: nothing was written and a retry may succeed.
             ItemTooLargeError, RejectedByStoreError: DynamoDB will never accept this write.
         """
+        (answer,) = self.record_batch([message])
+        if isinstance(answer, StoreUnavailableError | RejectedByStoreError):
+            raise answer
+        if isinstance(answer, _CancelledByOthers):  # alone, it cannot be cancelled by others
+            raise StoreUnavailableError("order transaction cancelled without a reason")
+        return answer
+
+    def record_batch(self, messages: Sequence[OrderMessage]) -> list[RecordAnswer]:
+        """Write each message's ``pending`` record and order row, all in one ``TransactWriteItems``.
+
+        At most :data:`MAX_RECORDS_PER_TRANSACTION` messages of :data:`MAX_TRANSACTION_BYTES`, no two
+        with the same event id or order id (a transaction names an item once).
+
+        Returns:
+            One answer per message, in order (:data:`RecordAnswer`). All None when the transaction
+            committed; when it was cancelled nothing was written and each answer comes from the
+            message's own cancellation reasons.
+
+        Raises:
+            StoreUnavailableError: the call failed as a whole (throttled, 5xx, unreachable, or a
+                cancellation without usable reasons); nothing was written and a retry may succeed.
+            ItemTooLargeError, RejectedByStoreError: DynamoDB refused the request as a whole.
+        """
         now = int(self._clock())
-        event_record = {
-            "event_id": {"S": message.event_id},
-            "status": {"S": STATUS_PENDING.value},
-            "order_id": {"S": message.order_id},
-            "payload_sha256": {"S": message.payload_sha256},
-            PENDING_SINCE_ATTRIBUTE: {"N": str(now)},
-            PENDING_SHARD_ATTRIBUTE: {"S": pending_shard(message.event_id)},
-        }  # no ttl: a pending record never expires (the sent mark sets it)
-        try:
-            self._client.transact_write_items(
-                TransactItems=[
-                    {
-                        "Put": {
-                            "TableName": self._events_table,
-                            "Item": event_record,
-                            "ConditionExpression": EVENT_IS_NEW,
-                            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-                        }
-                    },
-                    {
-                        "Put": {
-                            "TableName": self._orders_table,
-                            "Item": message.order_item,
-                            "ConditionExpression": ORDER_IS_NEW,
-                            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-                        }
-                    },
-                ]
+        items: list[TransactWriteItemTypeDef] = []
+        for message in messages:
+            event_record = {
+                "event_id": {"S": message.event_id},
+                "status": {"S": STATUS_PENDING.value},
+                "order_id": {"S": message.order_id},
+                "payload_sha256": {"S": message.payload_sha256},
+                PENDING_SINCE_ATTRIBUTE: {"N": str(now)},
+                PENDING_SHARD_ATTRIBUTE: {"S": pending_shard(message.event_id)},
+            }  # no ttl: a pending record never expires (the sent mark sets it)
+            items.append(
+                {
+                    "Put": {
+                        "TableName": self._events_table,
+                        "Item": event_record,
+                        "ConditionExpression": EVENT_IS_NEW,
+                        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                    }
+                }
             )
+            items.append(
+                {
+                    "Put": {
+                        "TableName": self._orders_table,
+                        "Item": message.order_item,
+                        "ConditionExpression": ORDER_IS_NEW,
+                        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                    }
+                }
+            )
+        try:
+            self._client.transact_write_items(TransactItems=items)
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") == "TransactionCanceledException":
-                return self._collision(exc, exc.response.get("CancellationReasons", []))
+                return _answers(exc, len(messages), exc.response.get("CancellationReasons", []))
             raise _translate(exc, "the order transaction") from exc
         except BotoCoreError as exc:
             raise StoreUnavailableError(f"DynamoDB unreachable: {exc}") from exc
-        return None
-
-    @staticmethod
-    def _collision(exc: ClientError, reasons: Sequence[Mapping[str, Any]]) -> Collision:
-        codes = [reason.get("Code", _NO_FAILURE) for reason in reasons]
-        if len(codes) != 2:
-            raise StoreUnavailableError(f"transaction cancelled without per-item reasons: {codes}") from exc
-        if _INVALID in codes:
-            raise RejectedByStoreError(f"DynamoDB rejected the order transaction: {reasons}") from exc
-        if any(code not in (_NO_FAILURE, _EXISTS) for code in codes):
-            # TransactionConflict, ThrottlingError, ProvisionedThroughputExceeded, ...: nothing was
-            # written and nothing is known to exist. Never a duplicate.
-            raise StoreUnavailableError(f"order transaction cancelled: {codes}") from exc
-        event_reason, order_reason = reasons
-        if event_reason.get("Code") == _EXISTS:
-            item = event_reason.get("Item")
-            status = _value(item or {}, "status")
-            if status not in (STATUS_PENDING, STATUS_SENT):
-                raise StoreUnavailableError(f"existing event record without ALL_OLD status: {item}") from exc
-            return ExistingEvent(status=status, payload_sha256=str(_value(item or {}, "payload_sha256")))
-        if order_reason.get("Code") == _EXISTS:
-            item = order_reason.get("Item")
-            if not item:
-                raise StoreUnavailableError("existing order row came back without its ALL_OLD item") from exc
-            return ExistingOrder(
-                event_id=str(_value(item, "event_id")), payload_sha256=str(_value(item, "payload_sha256"))
-            )
-        raise StoreUnavailableError(f"order transaction cancelled without a reason: {codes}") from exc
+        return [None] * len(messages)
 
     def adopt_pending(self, event_id: str, payload_sha256: str) -> bool:
         """Whether the record ``event_id`` is ``pending`` with this content; if so it is now in the

@@ -58,6 +58,8 @@ class OrderMessage:
     payload_sha256: str
     #: The order row as DynamoDB attribute values: the body's fields, ``event_id``, ``payload_sha256``.
     order_item: dict[str, AttributeValue] = field(repr=False)
+    #: The order row's size as DynamoDB counts it (attribute names and values), kept when the row is dropped.
+    item_bytes: int = 0
 
     def without_item(self) -> OrderMessage:
         """The same message without its order row (once written, only the ids are needed; the row can be big)."""
@@ -363,4 +365,6 @@ def parse_order_message(
         raise ItemTooLargeError(
             f"the order row would be {size} bytes; DynamoDB allows 400 KB ({MAX_ITEM_BYTES} bytes) per item"
         )
-    return OrderMessage(event_id=event_id, order_id=order_id, payload_sha256=fingerprint, order_item=item)
+    return OrderMessage(
+        event_id=event_id, order_id=order_id, payload_sha256=fingerprint, order_item=item, item_bytes=size
+    )
