@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import botocore.loaders
@@ -170,6 +171,19 @@ def _called_from_jsii() -> bool:
             return True
         frame = frame.f_back  # type: ignore[assignment]
     return False
+
+
+@pytest.fixture(scope="session")
+def distributions(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sdist and the wheel of this checkout, built once per run (:func:`tests.sources.shared_distributions`).
+
+    Under pytest-xdist, the workers' base temporary directories share a parent: the first worker to ask
+    builds there and the others reuse the build.
+    """
+    from tests.sources import shared_distributions
+
+    base = tmp_path_factory.getbasetemp()
+    return shared_distributions(base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base)
 
 
 @pytest.fixture
