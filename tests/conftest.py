@@ -153,6 +153,31 @@ def _moto_runs_partiql_updates() -> None:
         moto_patches.apply_partiql_fix()
 
 
+_SIGNING_KEYS: list[Any] = []
+
+
+def _one_signing_key(subscription: object) -> Any:
+    """The RSA key moto signs every SNS delivery of the test process with: generated at the first delivery."""
+    if not _SIGNING_KEYS:
+        from cryptography.hazmat.primitives.asymmetric import rsa
+
+        _SIGNING_KEYS.append(rsa.generate_private_key(public_exponent=65537, key_size=2048))
+    return _SIGNING_KEYS[0]
+
+
+@pytest.fixture(autouse=True)
+def _moto_signs_with_one_key() -> None:
+    """moto signs each SNS delivery with a 2048-bit RSA key it generates for each subscription (about 50 ms
+    of CPU each: a world per crash point of the reconciler's crash-at-every-call test makes over 100); here
+    the test process's subscriptions share one key. Each message still carries a signature and the
+    certificate that verifies it, published as moto publishes it; no test (and no code under test) reads
+    either."""
+    if "moto" in sys.modules:
+        from moto.sns import models
+
+        models.Subscription.private_key = _one_signing_key  # type: ignore[method-assign, assignment]
+
+
 @pytest.fixture(autouse=True)
 def _moto_index_has_no_lag(monkeypatch: pytest.MonkeyPatch) -> None:
     """Reconcilers built in a test read the index up to ``reconcile_after`` itself: moto's index has no
