@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import botocore.loaders
@@ -152,6 +153,31 @@ def _moto_runs_partiql_updates() -> None:
         moto_patches.apply_partiql_fix()
 
 
+_SIGNING_KEYS: list[Any] = []
+
+
+def _one_signing_key(subscription: object) -> Any:
+    """The RSA key moto signs every SNS delivery of the test process with: generated at the first delivery."""
+    if not _SIGNING_KEYS:
+        from cryptography.hazmat.primitives.asymmetric import rsa
+
+        _SIGNING_KEYS.append(rsa.generate_private_key(public_exponent=65537, key_size=2048))
+    return _SIGNING_KEYS[0]
+
+
+@pytest.fixture(autouse=True)
+def _moto_signs_with_one_key() -> None:
+    """moto signs each SNS delivery with a 2048-bit RSA key it generates for each subscription (about 50 ms
+    of CPU each: a world per crash point of the reconciler's crash-at-every-call test makes over 100); here
+    the test process's subscriptions share one key. Each message still carries a signature and the
+    certificate that verifies it, published as moto publishes it; no test (and no code under test) reads
+    either."""
+    if "moto" in sys.modules:
+        from moto.sns import models
+
+        models.Subscription.private_key = _one_signing_key  # type: ignore[method-assign, assignment]
+
+
 @pytest.fixture(autouse=True)
 def _moto_index_has_no_lag(monkeypatch: pytest.MonkeyPatch) -> None:
     """Reconcilers built in a test read the index up to ``reconcile_after`` itself: moto's index has no
@@ -170,6 +196,19 @@ def _called_from_jsii() -> bool:
             return True
         frame = frame.f_back  # type: ignore[assignment]
     return False
+
+
+@pytest.fixture(scope="session")
+def distributions(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sdist and the wheel of this checkout, built once per run (:func:`tests.sources.shared_distributions`).
+
+    Under pytest-xdist, the workers' base temporary directories share a parent: the first worker to ask
+    builds there and the others reuse the build.
+    """
+    from tests.sources import shared_distributions
+
+    base = tmp_path_factory.getbasetemp()
+    return shared_distributions(base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base)
 
 
 @pytest.fixture

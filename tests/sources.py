@@ -6,7 +6,12 @@ asset and the layer ship is kept (:func:`idempotent_order_pipeline.asset.copy_ig
 
 from __future__ import annotations
 
+import fcntl
 import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from idempotent_order_pipeline.asset import copy_ignore
@@ -25,3 +30,40 @@ def copy_sources(destination: Path) -> Path:
             destination.mkdir(parents=True, exist_ok=True)
             shutil.copy2(REPO / name, destination / name)
     return destination
+
+
+#: The file that serializes the builds of one run's processes (pytest-xdist's workers) in :func:`shared_distributions`.
+_BUILD_LOCK = "distributions.lock"
+
+
+def build_distributions(source: Path, out: Path) -> None:
+    """``python -m build`` on ``source`` (the sdist, then the wheel from it), offline, into ``out``."""
+    completed = subprocess.run(  # noqa: S603  (our interpreter, our temporary paths)
+        [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(source)],
+        capture_output=True,
+        text=True,
+    )
+    if completed.returncode != 0:
+        raise RuntimeError(f"python -m build failed:\n{completed.stdout[-2000:]}{completed.stderr[-2000:]}")
+
+
+def shared_distributions(root: Path, build: Callable[[Path, Path], None] = build_distributions) -> Path:
+    """The sdist and the wheel built from a copy of :data:`DISTRIBUTION_SOURCES`, once per test run.
+
+    ``root`` is shared by the run's processes (the directory of pytest-xdist's workers' base temporary
+    directories): the first process to ask builds under a lock, into a directory that gets its final name
+    only once the build succeeded; the others wait for it and reuse it. A failed build leaves nothing behind,
+    so the next process to ask builds again (and fails with the build's output). The distributions are
+    read-only to their users: they list, open and install them.
+    """
+    out = root / "distributions"
+    with (root / _BUILD_LOCK).open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not out.is_dir():
+            work = Path(tempfile.mkdtemp(prefix="distributions-", dir=root))
+            try:
+                build(copy_sources(work / "source"), work / "dist")
+                (work / "dist").rename(out)
+            finally:
+                shutil.rmtree(work, ignore_errors=True)
+    return out

@@ -37,7 +37,6 @@ import boto3
 import pytest
 
 import idempotent_order_pipeline
-from tests.sources import copy_sources
 
 pytestmark = pytest.mark.e2e
 
@@ -54,18 +53,6 @@ COUNTRIES = ("DE", "FR", "NL")
 def page_blocks() -> list[str]:
     """The ``bash`` code blocks of the page, in order."""
     return re.findall(r"```bash\n(.*?)```", PAGE.read_text(), re.S)
-
-
-def build_wheel(tmp_path: Path) -> Path:
-    source = copy_sources(tmp_path / "source")
-    out = tmp_path / "dist"
-    subprocess.run(  # noqa: S603  (our interpreter, our temporary paths)
-        [sys.executable, "-m", "build", "--no-isolation", "--wheel", "--outdir", str(out), str(source)],
-        check=True,
-        capture_output=True,
-    )
-    [wheel] = out.glob("*.whl")
-    return wheel
 
 
 def team_tools(tmp_path: Path) -> Path:
@@ -140,10 +127,12 @@ def _scan(dynamodb: Any, table: str) -> list[dict[str, Any]]:
     return items
 
 
-def test_use_it_in_your_own_app_works_as_written_from_the_wheel(tmp_path: Path) -> None:
+def test_use_it_in_your_own_app_works_as_written_from_the_wheel(tmp_path: Path, distributions: Path) -> None:
     # GIVEN the page's blocks: install, app + synth, the team's snapshot tests, stand-in + deploy, the upgrade
     # check, orders + result, redrive + stop
     install, app, snapshots, deploy, check, orders, redrive = page_blocks()
+    # AND the wheel built from this checkout (the sdist's, as `make dist` builds it)
+    [wheel] = distributions.glob("*.whl")
     # AND a team's shell: no AWS settings, no virtualenv of this checkout; Node and cdk on PATH
     inherited = {
         name: value
@@ -154,7 +143,7 @@ def test_use_it_in_your_own_app_works_as_written_from_the_wheel(tmp_path: Path) 
     path = [entry for entry in inherited.get("PATH", "").split(os.pathsep) if entry and entry != dev_bin]
     env = inherited | {
         "PATH": os.pathsep.join([str(team_tools(tmp_path)), *path]),
-        "PIPELINE_SOURCE": build_wheel(tmp_path).as_uri(),
+        "PIPELINE_SOURCE": wheel.as_uri(),
         "PIP_DISABLE_PIP_VERSION_CHECK": "1",
         "CDK_DISABLE_VERSION_CHECK": "1",
         "CDK_CLI_NOTICES": "false",

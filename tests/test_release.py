@@ -15,7 +15,6 @@ from packaging.version import Version
 
 import idempotent_order_pipeline
 from tests.compat.released import RELEASE_COMMITS
-from tests.sources import copy_sources
 
 REPO = Path(__file__).resolve().parents[1]
 #: What the distribution is built from.
@@ -24,17 +23,9 @@ CHANGE_KINDS = {"Added", "Changed", "Deprecated", "Removed", "Fixed", "Security"
 
 
 @pytest.fixture(scope="module")
-def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """``python -m build`` (sdist, then the wheel from it) on a copy of the sources, offline."""
-    source = copy_sources(tmp_path_factory.mktemp("source"))
-    out = tmp_path_factory.mktemp("dist")
-    completed = subprocess.run(  # noqa: S603  (our interpreter, our temporary paths)
-        [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(source)],
-        capture_output=True,
-        text=True,
-    )
-    assert completed.returncode == 0, completed.stdout[-2000:] + completed.stderr[-2000:]
-    return out
+def dist(distributions: Path) -> Path:
+    """``python -m build`` (sdist, then the wheel from it) on a copy of the sources, offline: the run's one build."""
+    return distributions
 
 
 @pytest.mark.slow

@@ -21,7 +21,6 @@ from idempotent_order_pipeline.asset import RUNTIME_BYTECODE_TAG
 from idempotent_order_pipeline.keys import derive_event_id
 from idempotent_order_pipeline.subscriber import findings as subscriber_findings
 from tests.infra.test_compliance import CHECKOV
-from tests.sources import copy_sources
 
 # Builds the wheel and installs it into throwaway virtualenvs.
 pytestmark = pytest.mark.slow
@@ -64,27 +63,9 @@ def dependency_paths() -> str:
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The wheel built from a copy of the distribution's sources."""
-    source = copy_sources(tmp_path_factory.mktemp("source"))
-    out = tmp_path_factory.mktemp("dist")
-    subprocess.run(  # noqa: S603  (our interpreter, our temporary paths)
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--quiet",
-            "--disable-pip-version-check",
-            "--no-deps",
-            "-w",
-            out,
-            source,
-        ],
-        check=True,
-        capture_output=True,
-    )
-    (built,) = out.glob("*.whl")
+def wheel(distributions: Path) -> Path:
+    """The wheel built from a copy of the distribution's sources (the sdist's, as ``make dist`` builds it)."""
+    (built,) = distributions.glob("*.whl")
     return built
 
 

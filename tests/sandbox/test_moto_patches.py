@@ -743,9 +743,13 @@ CFN_APP = Path(__file__).resolve().parent / "cfn_app"
 UNSUPPORTED_TYPE = "AWS::Pipes::Pipe"
 
 
-def _cdk_deploy(endpoint: Any, work_dir: Path, stacks: list[str], *context: str) -> str:
+def _cdk_deploy(endpoint: Any, work_dir: Path, stacks: list[str], *context: str, assembly: str = "cdk.out") -> str:
+    """``cdk deploy`` of ``stacks``: the app synthesized into ``work_dir / assembly``, or that assembly when
+    it is there already (the CLI then deploys it as synthesized, without running the app again)."""
     args = ["deploy", *stacks, "--exclusively", "--require-approval", "never", "--ci", "--no-notices"]
-    args += ["--progress", "events", "--output", str(work_dir / "cdk.out")]
+    synthesized = work_dir / assembly
+    source = ["--app", str(synthesized)] if (synthesized / "manifest.json").exists() else ["--output", str(synthesized)]
+    args += ["--progress", "events", *source]
     for item in context:
         args += ["-c", item]
     return run_cdk(endpoint, args, app_dir=CFN_APP, log_path=work_dir / "cdk.log")
@@ -833,7 +837,13 @@ def test_cdk_deploy_of_fifo_cross_stack_and_a_failed_then_corrected_deploy(tmp_p
 
         # WHEN the subscriber stack is deployed with a resource type the stand-in cannot run
         with pytest.raises(DeployError) as failed:
-            _cdk_deploy(endpoint, tmp_path, ["Subscriber"], f"unsupported_type={UNSUPPORTED_TYPE}")
+            _cdk_deploy(
+                endpoint,
+                tmp_path,
+                ["Subscriber"],
+                f"unsupported_type={UNSUPPORTED_TYPE}",
+                assembly="cdk.out-unsupported",
+            )
         # THEN the CLI shows CloudFormation's error naming the resource and its type, not an HTML page
         assert f"Resource type {UNSUPPORTED_TYPE} is not supported by the local stand-in" in str(failed.value)
         assert "<html" not in str(failed.value)
@@ -842,7 +852,8 @@ def test_cdk_deploy_of_fifo_cross_stack_and_a_failed_then_corrected_deploy(tmp_p
         # AND the server log says what happened
         assert f"stack Subscriber: create failed at Unsupported ({UNSUPPORTED_TYPE})" in server_log.read_text()
 
-        # WHEN the corrected subscriber stack is deployed, on the same stand-in
+        # WHEN the corrected subscriber stack is deployed, on the same stand-in (the first deploy's synth of
+        # the app, which has all three stacks)
         started = time.monotonic()
         _cdk_deploy(endpoint, tmp_path, ["Subscriber"])
         # THEN it is created (the CLI replaced the rolled-back stack), promptly, not after a 10-minute wait
@@ -870,7 +881,7 @@ def test_cdk_deploy_of_fifo_cross_stack_and_a_failed_then_corrected_deploy(tmp_p
         assert lambda_client.list_event_source_mappings(FunctionName=orders_function)["EventSourceMappings"]
         run_cdk(
             endpoint,
-            ["destroy", "--all", "--force", "--ci", "--output", str(tmp_path / "cdk.out")],
+            ["destroy", "--all", "--force", "--ci", "--app", str(tmp_path / "cdk.out")],
             app_dir=CFN_APP,
         )
         # THEN no mapping of the deleted function is left, and a send to the retained queue works
