@@ -403,10 +403,10 @@ class World:
             answer = override(self, actor, request)
             if answer is not None:
                 return answer
-        if operation == "TransactWriteItems" and self.reconciler_queried:
-            event_id = _event_of_transaction(request)
-            if event_id is not None and pending_shard(event_id) in self.reconciler_queried:
-                return self._late_transaction(request)
+        # every record of a transaction commits after the reconciler's query: all of them are late
+        late = any(pending_shard(event_id) in self.reconciler_queried for event_id in _events_of_transaction(request))
+        if operation == "TransactWriteItems" and late:
+            return self._late_transaction(request)
         return None
 
     def _late_transaction(self, request: Mapping[str, Any]) -> Any:
@@ -432,8 +432,7 @@ class World:
                 body = entries[accepted["Id"]]
                 self.notifications.append((body["event_id"], body["payload_sha256"], position))
         if status < 300 and operation == "TransactWriteItems":
-            event_id = _event_of_transaction(request)
-            if event_id is not None:
+            for event_id in _events_of_transaction(request):
                 self.commits.setdefault(event_id, position)
         for check in self.call_checks:
             try:
@@ -539,12 +538,14 @@ def _item_access(table: str, key: Mapping[str, Any], mode: str) -> set[Access]:
     return {(f"orders:{key['order_id']['S']}", mode)}
 
 
-def _event_of_transaction(request: Mapping[str, Any]) -> str | None:
+def _events_of_transaction(request: Mapping[str, Any]) -> list[str]:
+    """The event ids whose records a transaction puts, in order (the consumer writes several records in one)."""
+    events = []
     for item in request.get("TransactItems", []):
         put = item.get("Put")
         if put and put["TableName"] == EVENTS_TABLE:
-            return str(put["Item"]["event_id"]["S"])
-    return None
+            events.append(str(put["Item"]["event_id"]["S"]))
+    return events
 
 
 def is_mark_statement(statement: Mapping[str, Any]) -> bool:
@@ -571,7 +572,7 @@ def marked(request: Mapping[str, Any]) -> list[tuple[str, str]]:
 def _describe(operation: str, request: Mapping[str, Any]) -> str:
     """A call in a few words: the operation and the items, shard, entries or messages it names."""
     if operation == "TransactWriteItems":
-        return f"TransactWriteItems record+row of {_event_of_transaction(request)}"
+        return f"TransactWriteItems record+row of {', '.join(_events_of_transaction(request)) or None}"
     if operation == "UpdateItem":
         return f"UpdateItem {request.get('UpdateExpression', '')[:24]} {request['Key']['event_id']['S']}"
     if operation == "BatchExecuteStatement":
