@@ -771,7 +771,7 @@ class IdempotentOrderPipeline(Construct):
         return metric.with_(**options) if options else metric
 
     def metric_orders_recorded(self, **options: Unpack[MetricOptions]) -> aws_cloudwatch.Metric:
-        """Orders written for the first time (one transaction each). Default: Sum over 1 minute."""
+        """Orders written for the first time (their record and row committed). Default: Sum over 1 minute."""
         return self._outcome_metric(metric_names.ORDERS_RECORDED, **options)
 
     def metric_duplicates_skipped(self, **options: Unpack[MetricOptions]) -> aws_cloudwatch.Metric:
