@@ -127,15 +127,8 @@ def _sns_refusing_until_the_drain(world: World) -> None:
 
 
 def _group_not_stopped() -> contextlib.AbstractContextManager[None]:
-    def write_in_order(self: Any, batch: Any, indexes: Sequence[int]) -> dict[int, Any]:
-        written = {}
-        for index in indexes:
-            if not batch.start(index):
-                break
-            written[index] = self._write_one(batch.records[index], batch.deadlines.start_until)
-        return written
-
-    return _replaced(pipeline.OrderPipeline, "_write_in_order", write_in_order)
+    # each record its own group while writing: a failure never stops the rest of its real FIFO group
+    return _replaced(pipeline._Batch, "group", lambda self, index: index)
 
 
 def _deadline_ignored() -> contextlib.AbstractContextManager[None]:
