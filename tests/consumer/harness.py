@@ -104,23 +104,30 @@ def written_order_ids(request: Mapping[str, Any]) -> list[str]:
     return [str(item["Put"]["Item"]["order_id"]["S"]) for item in request["TransactItems"][1::2]]
 
 
-def cancelled_for(picks: Callable[[str], bool] | int | None, *codes: str) -> Callable[[dict[str, Any]], ClientError]:
+@dataclass(frozen=True)
+class CancellationFor:
     """A fault for record writes, as DynamoDB cancels a transaction of several records: ``codes`` (the
     record's, then the row's) for each record whose event id ``picks`` chooses (an int: the record at
     that position, modulo the transaction's records; None: the first), ``None`` for every other item."""
 
-    def error(request: dict[str, Any]) -> ClientError:
+    picks: Callable[[str], bool] | int | None
+    codes: tuple[str, ...]
+
+    def __call__(self, request: dict[str, Any]) -> ClientError:
         event_ids = written_event_ids(request)
         reasons: list[str] = []
         for position, event_id in enumerate(event_ids):
-            if picks is None or isinstance(picks, int):
-                chosen = position == (picks or 0) % len(event_ids)
+            if self.picks is None or isinstance(self.picks, int):
+                chosen = position == (self.picks or 0) % len(event_ids)
             else:
-                chosen = picks(event_id)
-            reasons.extend(codes if chosen else ("None", "None"))
+                chosen = self.picks(event_id)
+            reasons.extend(self.codes if chosen else ("None", "None"))
         return cancelled(*reasons)
 
-    return error
+
+def cancelled_for(picks: Callable[[str], bool] | int | None, *codes: str) -> CancellationFor:
+    """:class:`CancellationFor` ``codes`` on the records ``picks`` chooses."""
+    return CancellationFor(picks, codes)
 
 
 def marked_event_ids(requests: Iterable[Mapping[str, Any]]) -> list[str]:

@@ -37,6 +37,7 @@ from idempotent_order_pipeline._lambda_asset.order_consumer.runtime import Clien
 from tests.compat.released import V0_2_0, ReleasedFunctions, moto_server
 from tests.consumer.harness import (
     ArmedFault,
+    CancellationFor,
     Crash,
     World,
     cancelled_for,
@@ -196,6 +197,8 @@ def fault_name(fault: Fault) -> str:
         return "sns-outage"
     if fault.operation == "batch_execute_statement":
         return "mark-throttled"
+    if isinstance(fault.error, CancellationFor):
+        return fault.error.codes[0]
     return str(getattr(fault.error, "response", {}).get("CancellationReasons", [{}])[0].get("Code"))
 
 
