@@ -9,6 +9,9 @@ from typing import Any
 
 from idempotent_order_pipeline.sandbox.lambda_runtime import CrashOrder
 
+#: The AWS calls of a batch of up to 10 new orders: TransactWriteItems, PublishBatch, BatchExecuteStatement.
+CALLS_OF_A_BATCH_OF_NEW_ORDERS = 3
+
 
 class RandomCrashes:
     """A seeded plan the poller asks before each invocation.
@@ -16,9 +19,12 @@ class RandomCrashes:
     The first ``guaranteed`` invocations crash for sure (at their first AWS call: a batch makes at
     least one, however few calls the consumer batches its records into), so that every run injects
     crashes; after that, each
-    invocation crashes with probability ``rate`` at a random one of its first ``2 x records``
-    calls (a new order costs 3 calls, a duplicate or a parked message 1), before the call is sent
-    or after it returned. A batch holding a message on its last delivery (receive count at
+    invocation crashes with probability ``rate`` at a random one of its first
+    :data:`CALLS_OF_A_BATCH_OF_NEW_ORDERS` calls, before the call is sent or after its answer
+    arrived. A batch of up to 10 new orders makes that many calls (one transaction, one publish,
+    one batch of marks), so ``rate`` is the share of such invocations that crash; a batch of
+    redeliveries makes one call (its cancelled transaction), so it crashes at a third of ``rate``.
+    A batch holding a message on its last delivery (receive count at
     ``max_receive_count``) never crashes: the queue's redrive would then park a good message in the
     DLQ, which is correct behaviour but makes the run's figures depend on luck.
     """
@@ -41,4 +47,5 @@ class RandomCrashes:
                 return CrashOrder(at_call=1, after=self._rng.random() < 0.5)
             if self._rng.random() >= self._rate:
                 return None
-            return CrashOrder(at_call=self._rng.randint(1, 2 * len(records)), after=self._rng.random() < 0.5)
+            at_call = self._rng.randint(1, CALLS_OF_A_BATCH_OF_NEW_ORDERS)
+            return CrashOrder(at_call=at_call, after=self._rng.random() < 0.5)

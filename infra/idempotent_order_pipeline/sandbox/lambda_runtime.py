@@ -348,7 +348,24 @@ class _CrashInjector:
         threads at once, so by the time call 1 returns, calls 2 to 9 may have been sent.
         """
         if self._fire(number, after=True):
-            raise InjectedCrash("injected crash after an AWS call succeeded")
+            raise InjectedCrash("injected crash after an AWS call returned")
+
+    def counting(self, make_api_call: Callable[..., Any]) -> Callable[..., Any]:
+        """``make_api_call`` (botocore's ``BaseClient._make_api_call``) with every call counted.
+
+        A crash armed for after a call fires once its answer has arrived, whether the answer is a
+        result or an error (a cancelled transaction, a throttle): a batch of redelivered records
+        makes one call, and AWS answers it with an error.
+        """
+
+        def counted_api_call(client: Any, operation_name: str, api_params: Any) -> Any:
+            number = self.before_call()
+            try:
+                return make_api_call(client, operation_name, api_params)
+            finally:
+                self.after_call(number)
+
+        return counted_api_call
 
 
 def _error(exc: BaseException) -> dict[str, Any]:
@@ -403,15 +420,9 @@ def _child_main(argv: Sequence[str]) -> None:
     injector = _CrashInjector()
     # Every client's calls, however the handler builds its clients (boto3's default session or its
     # own botocore session): BaseClient._make_api_call is where each one goes out.
-    make_api_call = botocore.client.BaseClient._make_api_call  # type: ignore[attr-defined]
-
-    def counted_api_call(client: Any, operation_name: str, api_params: Any) -> Any:
-        number = injector.before_call()
-        result = make_api_call(client, operation_name, api_params)
-        injector.after_call(number)
-        return result
-
-    botocore.client.BaseClient._make_api_call = counted_api_call  # type: ignore[attr-defined]
+    botocore.client.BaseClient._make_api_call = injector.counting(  # type: ignore[attr-defined]
+        botocore.client.BaseClient._make_api_call  # type: ignore[attr-defined]
+    )
 
     entry, init_error = _load_handler(args.handler)
     # Where the handler's package was imported from: the asset, or else something is miswired.
