@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
@@ -19,7 +20,8 @@ pytestmark = pytest.mark.slow  # collects in a pytest process of its own
 FILES = ("tests/consumer/test_call_budget.py", "tests/consumer/test_batch_memory.py", "tests/test_structure.py")
 
 
-def _collected(variable: str | None) -> list[str]:
+@functools.cache  # (a collection in a process of its own takes seconds; the tests compare the same ones)
+def _collected(variable: str | None) -> tuple[str, ...]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", RUN_ON_RUNTIME_VARIABLE))}
     if variable is not None:
         env[RUN_ON_RUNTIME_VARIABLE] = variable
@@ -31,7 +33,7 @@ def _collected(variable: str | None) -> list[str]:
         text=True,
         check=True,
     )
-    return [line for line in completed.stdout.splitlines() if "::" in line]
+    return tuple(line for line in completed.stdout.splitlines() if "::" in line)
 
 
 def test_beside_the_runtimes_run_only_the_slow_function_tests_and_the_rest_are_collected() -> None:

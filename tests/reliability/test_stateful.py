@@ -58,7 +58,9 @@ MAX_BATCH = 10
 
 settings.register_profile(
     "ci",
-    max_examples=200,
+    # make test's share: 100 scenarios of 20 steps (about 40 CPU-s on the development machine; 200 took
+    # 85 of make test's budget). make reliability runs the same machine on 10,000.
+    max_examples=100,
     stateful_step_count=20,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
