@@ -24,6 +24,7 @@ check of every request the tests make, so it stays on.
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import threading
@@ -89,15 +90,18 @@ class _PlainJSONFileLoader(botocore.loaders.JSONFileLoader):
     against 17, the DynamoDB model 11 against 5. A dict keeps its keys in the order parsed, as the
     ``OrderedDict`` did, and botocore never asks for more (no ``isinstance`` check, no
     ``move_to_end``); ``tests/consumer/test_data_loader.py`` checks that every file the consumer's
-    clients load parses to the same data in the same order. Same files, same search order, same
-    ``.json`` then ``.json.gz``: only botocore's ``_load_file`` is replaced.
+    clients load parses to the same data in the same order. Same files, same order of formats as
+    botocore (``.json``, then ``.json.gz``), through the public ``load_file`` only: a botocore that
+    Lambda updates keeps working with it.
     """
 
-    def _load_file(self, full_path: str, open_method: Any) -> Any:
-        if not os.path.isfile(full_path):
-            return None
-        with open_method(full_path, "rb") as fp:
-            return json.loads(fp.read().decode("utf-8"))
+    def load_file(self, file_path: str) -> Any:
+        for suffix, opener in ((".json", open), (".json.gz", gzip.open)):
+            full_path = file_path + suffix
+            if os.path.isfile(full_path):
+                with opener(full_path, "rb") as fp:
+                    return json.loads(fp.read().decode("utf-8"))
+        return None
 
 
 class _ServicesLoader(botocore.loaders.Loader):
